@@ -1,0 +1,1 @@
+"""evaluator: compile (nvcc, cache, pool) -> verify -> time; baselines; GPU workers; simulator."""

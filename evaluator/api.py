@@ -1,0 +1,140 @@
+"""The evaluator's boundary: what the engine asks and what it gets back.
+
+The engine hands genomes and a problem to an `Evaluator` and receives one `Measurement` per
+genome. Two evaluators implement it: the GPU evaluator (compile -> verify -> time on a real GPU,
+in worker processes) and the analytic simulator (no GPU; every figure it returns says
+`simulated=True`). Baselines (cuBLAS / cuBLASLt) come back as a `BaselineSet`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Mapping, Protocol, Sequence, runtime_checkable
+
+from genome import Genome, Problem
+
+# Measurement.status values, in cascade order.
+STATUS_OK = "ok"
+STATUS_INVALID = "invalid"            # broke a family rule for this shape (never built)
+STATUS_COMPILE_FAILED = "compile_failed"
+STATUS_REJECTED = "rejected"          # built, but ptxas serialised wgmma or spilled
+STATUS_UNSUPPORTED = "unsupported"    # the kernel's can_implement refused the problem
+STATUS_WRONG = "wrong"                # failed the correctness gate
+STATUS_CRASHED = "crashed"            # faulted / corrupted memory: the worker was replaced
+STATUS_TIMEOUT = "timeout"            # hung past its timeout: the worker was replaced
+STATUSES = (STATUS_OK, STATUS_INVALID, STATUS_COMPILE_FAILED, STATUS_REJECTED, STATUS_UNSUPPORTED,
+            STATUS_WRONG, STATUS_CRASHED, STATUS_TIMEOUT)
+
+
+@dataclass
+class Timing:
+    """One timing mode's result in microseconds: the median and its spread over repeats."""
+
+    median_us: float
+    min_us: float
+    max_us: float
+    repeats: int
+
+    @property
+    def spread(self) -> float:
+        """(max - min) / median: the relative spread of the repeats."""
+        return (self.max_us - self.min_us) / self.median_us if self.median_us > 0 else math.inf
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Measurement:
+    genome_id: str
+    problem: str                       # Problem.name
+    status: str
+    device: "Timing | None" = None     # CUDA-graph replay, rotated inputs (primary)
+    server: "Timing | None" = None     # one launch after an idle gap, L2 flushed
+    call: "Timing | None" = None       # synchronised call latency from Python
+    rel_error: "float | None" = None   # worst relative Frobenius error over the gate's seeds
+    reason: "str | None" = None
+    simulated: bool = False
+    build_seconds: float = 0.0
+    gpu_seconds: float = 0.0
+    build_key: "str | None" = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == STATUS_OK and self.device is not None
+
+    @property
+    def time_us(self) -> "float | None":
+        return self.device.median_us if self.device else None
+
+    def tflops(self, problem: Problem) -> "float | None":
+        return problem.flops / (self.time_us * 1e-6) / 1e12 if self.time_us else None
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "Measurement":
+        data = dict(data)
+        for key in ("device", "server", "call"):
+            if data.get(key) is not None:
+                data[key] = Timing(**data[key])
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass
+class BaselineSet:
+    """Vendor baselines for one problem, by name (e.g. 'torch_nn', 'torch_tn', 'cublaslt_heuristic',
+    'cublaslt_autotuned'), each timed the same ways as the candidates."""
+
+    problem: str
+    device: dict[str, Timing] = field(default_factory=dict)
+    server: dict[str, Timing] = field(default_factory=dict)
+    call: dict[str, Timing] = field(default_factory=dict)
+    rel_error: dict[str, float] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    simulated: bool = False
+
+    def best(self, mode: str = "device") -> "tuple[str, float] | None":
+        table = getattr(self, mode)
+        if not table:
+            return None
+        name = min(table, key=lambda n: table[n].median_us)
+        return name, table[name].median_us
+
+    @property
+    def best_vendor_us(self) -> "float | None":
+        best = self.best("device")
+        return best[1] if best else None
+
+    def torch_us(self) -> "float | None":
+        times = [t.median_us for n, t in self.device.items() if n.startswith("torch")]
+        return min(times) if times else None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "BaselineSet":
+        data = dict(data)
+        for key in ("device", "server", "call"):
+            data[key] = {n: Timing(**t) for n, t in (data.get(key) or {}).items()}
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Compile (where needed), verify and time genomes on one problem."""
+
+    simulated: bool
+
+    def describe(self) -> str:
+        """One line: the device (or 'simulated H200'), for logs and reports."""
+
+    def baselines(self, problem: Problem) -> BaselineSet: ...
+
+    def evaluate(self, genomes: Sequence[Genome], problem: Problem) -> list[Measurement]: ...
+
+    def close(self) -> None: ...

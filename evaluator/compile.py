@@ -1,0 +1,306 @@
+"""Compile rendered kernels with nvcc into a content-addressed on-disk cache, in a parallel pool.
+
+Builds are keyed by (rendered source, flags, nvcc version, CUTLASS version): a genome that only
+changes runtime knobs reuses its build, and so do all shapes. A build whose ptxas report shows
+warning C7510 (wgmma serialised) or register spills is rejected with that reason; the rejection
+is cached like a success, so it is never paid twice. Timeouts are not cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Sequence
+
+from genome import Genome, InvalidGenome
+from templates import RenderedKernel, render
+
+BUILD_GB = 3.5           # peak RSS of one CUTLASS sm90 build with nvcc 13 (measured 3.3-3.4 GB)
+DEFAULT_TIMEOUT_S = 600  # one build normally takes 40-55 s
+
+ARCH_FLAGS = ("-gencode=arch=compute_90a,code=sm_90a",)
+BASE_FLAGS = ("-O3", "-DNDEBUG", "-std=c++17", "--expt-relaxed-constexpr", "-Xcompiler=-fPIC",
+              "-shared", "-Xptxas=-v", "-lineinfo")
+
+
+class ToolchainError(RuntimeError):
+    """nvcc or the CUTLASS headers are missing or unusable."""
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    nvcc: str
+    nvcc_version: str
+    include_dirs: tuple[str, ...]
+    cutlass_version: str
+
+    @classmethod
+    def discover(cls, nvcc: "str | None" = None) -> "Toolchain":
+        nvcc_path = nvcc or os.environ.get("EVOGEMM_NVCC") or shutil.which("nvcc")
+        if not nvcc_path and os.environ.get("CUDA_HOME"):
+            candidate = Path(os.environ["CUDA_HOME"]) / "bin" / "nvcc"
+            nvcc_path = str(candidate) if candidate.exists() else None
+        if not nvcc_path or not Path(nvcc_path).exists():
+            raise ToolchainError("nvcc not found: install the CUDA toolkit (12.4 or newer, for sm_90a), put nvcc "
+                                 "on PATH, or set EVOGEMM_NVCC or CUDA_HOME")
+        return cls(nvcc=nvcc_path, nvcc_version=_nvcc_version(nvcc_path), include_dirs=cutlass_include_dirs(),
+                   cutlass_version=_cutlass_version())
+
+
+@lru_cache(maxsize=8)
+def _nvcc_version(nvcc: str) -> str:
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ToolchainError(f"{nvcc} --version failed: {exc}") from exc
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    return lines[-1] if lines else out.strip()
+
+
+def cutlass_include_dirs() -> tuple[str, ...]:
+    """CUTLASS/CuTe headers from the `nvidia-cutlass` package (or EVOGEMM_CUTLASS_DIR)."""
+    root = os.environ.get("EVOGEMM_CUTLASS_DIR")
+    if root is None:
+        try:
+            import cutlass_library
+        except ImportError as exc:
+            raise ToolchainError("CUTLASS headers not found: pip install nvidia-cutlass, or set EVOGEMM_CUTLASS_DIR "
+                                 "to a CUTLASS checkout") from exc
+        root = str(Path(cutlass_library.__file__).resolve().parent / "source")
+    dirs = (Path(root) / "include", Path(root) / "tools" / "util" / "include")
+    if not (dirs[0] / "cutlass" / "cutlass.h").exists():
+        raise ToolchainError(f"no cutlass/cutlass.h under {dirs[0]}: the CUTLASS install is incomplete")
+    return tuple(str(d) for d in dirs)
+
+
+def _cutlass_version() -> str:
+    header = Path(cutlass_include_dirs()[0]) / "cutlass" / "version.h"
+    parts = re.findall(r"#define CUTLASS_(MAJOR|MINOR|PATCH) (\d+)", header.read_text())
+    return ".".join(v for _, v in parts) or "unknown"
+
+
+@dataclass
+class BuildResult:
+    genome_id: str
+    build_key: str
+    ok: bool
+    library: "str | None" = None
+    seconds: float = 0.0       # time of the nvcc run that made it (0 for an invalid genome)
+    cached: bool = False       # served from the cache by this call
+    reason: "str | None" = None  # why it failed or was rejected
+    log: "str | None" = None   # path of the kept build log
+    registers: "int | None" = None
+    spill_bytes: int = 0
+    knobs: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Compiler:
+    """The builder: render -> nvcc -> cache. Thread-safe; `build_many` runs a pool."""
+
+    cache_dir: Path
+    toolchain: "Toolchain | None" = None
+    jobs: "int | None" = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    extra_flags: tuple[str, ...] = ()
+    reject_spills: bool = True
+    _toolchain: "Toolchain | None" = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.cache_dir = Path(self.cache_dir)
+
+    @classmethod
+    def default(cls, cache_dir: "str | Path | None" = None, **kwargs) -> "Compiler":
+        return cls(cache_dir=Path(cache_dir or default_cache_dir()), **kwargs)
+
+    # -- facts ------------------------------------------------------------------------------
+    @property
+    def tools(self) -> Toolchain:
+        if self._toolchain is None:
+            self._toolchain = self.toolchain or Toolchain.discover()
+        return self._toolchain
+
+    def flags(self) -> list[str]:
+        return [*ARCH_FLAGS, *BASE_FLAGS, *self.extra_flags, *(f"-I{d}" for d in self.tools.include_dirs)]
+
+    def pool_size(self) -> int:
+        if self.jobs:
+            return max(1, self.jobs)
+        return default_jobs()
+
+    def build_key(self, kernel: RenderedKernel) -> str:
+        flags = [f for f in self.flags() if not f.startswith("-I")]
+        blob = json.dumps({"source": kernel.source, "flags": flags, "nvcc": self.tools.nvcc_version,
+                           "cutlass": self.tools.cutlass_version}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+    def entry_dir(self, key: str) -> Path:
+        return self.cache_dir / key[:2] / key
+
+    # -- building ---------------------------------------------------------------------------
+    def build(self, genome: Genome) -> BuildResult:
+        try:
+            kernel = render(genome)
+        except (InvalidGenome, KeyError) as exc:
+            return BuildResult(genome.id, "", ok=False, reason=f"invalid genome: {exc}")
+        except Exception as exc:  # a template error from a patch
+            return BuildResult(genome.id, "", ok=False, reason=f"render failed: {type(exc).__name__}: {exc}")
+        key = self.build_key(kernel)
+        hit = self._lookup(key)
+        if hit is not None:
+            hit.genome_id, hit.cached, hit.knobs = genome.id, True, kernel.knobs
+            return hit
+        result = self._nvcc(kernel, key)
+        result.knobs = kernel.knobs
+        return result
+
+    def build_many(self, genomes: Sequence[Genome],
+                   progress: "Callable[[int, int, BuildResult], None] | None" = None) -> list[BuildResult]:
+        """Build in parallel (pool sized by cores and memory), one nvcc run per distinct build
+        key; results come back in input order, one per genome."""
+        first_of_key: dict[str, Genome] = {}
+        key_of: dict[str, str] = {}
+        for g in genomes:
+            try:
+                key = self.build_key(render(g))
+            except Exception:  # invalid genome or bad patch: build() reports it
+                key = "genome:" + g.id
+            key_of[g.id] = key
+            first_of_key.setdefault(key, g)
+        by_key: dict[str, BuildResult] = {}
+        with ThreadPoolExecutor(max_workers=self.pool_size()) as pool:
+            futures = {pool.submit(self.build, g): key for key, g in first_of_key.items()}
+            for done, future in enumerate(as_completed(futures), start=1):
+                result = future.result()
+                by_key[futures[future]] = result
+                if progress:
+                    progress(done, len(futures), result)
+        out = []
+        for g in genomes:
+            result = _copy_for(by_key[key_of[g.id]], g.id)
+            if result.ok or result.build_key:
+                try:
+                    result.knobs = render(g).knobs
+                except Exception:
+                    pass
+            out.append(result)
+        return out
+
+    def _lookup(self, key: str) -> "BuildResult | None":
+        meta = self.entry_dir(key) / "meta.json"
+        if not meta.exists():
+            return None
+        try:
+            data = json.loads(meta.read_text())
+            result = BuildResult(**{k: v for k, v in data.items() if k in BuildResult.__dataclass_fields__})
+        except (json.JSONDecodeError, TypeError):
+            return None
+        result.knobs = tuple(result.knobs)
+        if result.ok and not (result.library and Path(result.library).exists()):
+            return None
+        return result
+
+    def _nvcc(self, kernel: RenderedKernel, key: str) -> BuildResult:
+        final = self.entry_dir(key)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=final.parent))
+        src, lib, log = work / "kernel.cu", work / "kernel.so", work / "build.log"
+        src.write_text(kernel.source)
+        cmd = [self.tools.nvcc, *self.flags(), str(src), "-o", str(lib)]
+        start = time.monotonic()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout_s, cwd=work)
+            output, returncode = proc.stdout + proc.stderr, proc.returncode
+        except subprocess.TimeoutExpired as exc:
+            seconds = time.monotonic() - start
+            text = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            log.write_text(" ".join(cmd) + "\n\n" + text)
+            return BuildResult(kernel.genome.id, key, ok=False, seconds=seconds, log=str(log),
+                               reason=f"nvcc timed out after {self.timeout_s:.0f} s")
+        except OSError as exc:
+            raise ToolchainError(f"cannot run nvcc ({self.tools.nvcc}): {exc}") from exc
+        seconds = time.monotonic() - start
+        log.write_text(" ".join(cmd) + "\n\n" + output)
+        report = parse_ptxas(output)
+        reason = None
+        if returncode != 0 or not lib.exists():
+            reason = "compile error: " + first_error(output)
+        elif report.serialised_wgmma:
+            reason = "rejected: ptxas serialised wgmma (warning C7510), a silent slowdown"
+        elif self.reject_spills and report.spill_bytes > 0:
+            reason = f"rejected: register spills ({report.spill_bytes} bytes spilled)"
+        ok = reason is None
+        if not ok and lib.exists():
+            lib.unlink()
+        result = BuildResult(kernel.genome.id, key, ok=ok, seconds=round(seconds, 2), reason=reason,
+                             registers=report.max_registers, spill_bytes=report.spill_bytes)
+        # Publish atomically: another process may have finished the same key meanwhile.
+        try:
+            os.rename(work, final)
+        except OSError:
+            shutil.rmtree(work, ignore_errors=True)
+            existing = self._lookup(key)
+            if existing is not None:
+                existing.genome_id = kernel.genome.id
+                return existing
+            final = work  # pragma: no cover - unusual filesystem race
+        result.library = str(final / "kernel.so") if ok else None
+        result.log = str(final / "build.log")
+        (final / "meta.json").write_text(json.dumps(result.to_dict(), indent=1))
+        return result
+
+
+@dataclass(frozen=True)
+class PtxasReport:
+    max_registers: "int | None"
+    spill_bytes: int
+    serialised_wgmma: bool
+
+
+def parse_ptxas(output: str) -> PtxasReport:
+    regs = [int(m) for m in re.findall(r"Used (\d+) registers", output)]
+    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", output)]
+    return PtxasReport(max(regs) if regs else None, max(spills) if spills else 0, "C7510" in output)
+
+
+def first_error(output: str, limit: int = 400) -> str:
+    for line in output.splitlines():
+        if "error" in line.lower():
+            return line.strip()[:limit]
+    tail = [ln for ln in output.splitlines() if ln.strip()][-3:]
+    return " | ".join(tail)[:limit] or "nvcc failed without a message"
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("EVOGEMM_CACHE") or Path.home() / ".cache" / "evogemm" / "kernels")
+
+
+def default_jobs() -> int:
+    cores = os.cpu_count() or 1
+    try:
+        with open("/proc/meminfo") as fh:
+            info = {ln.split(":")[0]: int(ln.split()[1]) for ln in fh if ":" in ln}
+        avail_gb = info.get("MemAvailable", info.get("MemTotal", 0)) / 1024 / 1024
+    except OSError:
+        avail_gb = BUILD_GB * cores
+    return max(1, min(cores, int(avail_gb // BUILD_GB)))
+
+
+def _copy_for(result: BuildResult, genome_id: str) -> BuildResult:
+    copy = BuildResult(**result.to_dict())
+    copy.knobs = tuple(copy.knobs)
+    copy.genome_id = genome_id
+    return copy

@@ -1,0 +1,1 @@
+"""evolution: population, operator registry, RL-weighted selection, engine loop, hall of fame, database."""

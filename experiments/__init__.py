@@ -1,0 +1,1 @@
+"""experiments: campaign YAML and its schema, the evogemm CLI, reports, export."""

@@ -1,0 +1,160 @@
+"""The `evogemm` command line."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from genome import Genome, InvalidGenome, Problem, family_registry, get_space
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit status 2."""
+
+
+def _load_genome(path: str) -> Genome:
+    p = Path(path)
+    if not p.exists():
+        raise CliError(f"no such genome file: {path}")
+    try:
+        return Genome.load(p)
+    except (ValueError, TypeError) as exc:
+        raise CliError(f"{path}: {exc}") from exc
+
+
+# -- space ----------------------------------------------------------------------------------------
+
+def cmd_space(args: argparse.Namespace) -> int:
+    try:
+        space = get_space(args.family)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    print(space.describe())
+    compile_valid = space.valid_size("compile")
+    # Runtime settings depend only on a few compile-time choices (the scheduler): count them on one
+    # representative build per distinct compile-time signature of the runtime rules.
+    representatives: dict[str, dict] = {}
+    for base in space.enumerate_valid("compile"):
+        representatives.setdefault(str(base.get("scheduler")), base)
+    runtime_valid = max(space.valid_size("runtime", base) for base in representatives.values())
+    print()
+    print(f"size: {space.raw_size():,} raw parameter combinations; {compile_valid:,} valid compile-time "
+          f"configurations (distinct builds); up to {runtime_valid:,} distinct runtime knob settings per build")
+    if args.json:
+        print(json.dumps({"family": space.family, "raw_size": space.raw_size(), "valid_builds": compile_valid,
+                          "params": {p.name: {"choices": list(p.choices), "kind": p.kind} for p in space.params},
+                          "rules": {r.name: r.description for r in space.rules}}, indent=1))
+    return 0
+
+
+# -- render / compile ------------------------------------------------------------------------------
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from templates import render
+    genome = _load_genome(args.genome)
+    try:
+        kernel = render(genome)
+    except InvalidGenome as exc:
+        raise CliError(str(exc)) from exc
+    if args.output:
+        Path(args.output).write_text(kernel.source)
+        print(f"wrote {args.output} ({len(kernel.source)} bytes); runtime knobs {list(kernel.knobs)}")
+    else:
+        sys.stdout.write(kernel.source)
+    return 0
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from evaluator.compile import Compiler, ToolchainError
+    genome = _load_genome(args.genome)
+    space = get_space(genome.family)
+    problem = Problem.parse(args.shape) if args.shape else None
+    try:
+        genome = space.validate(genome, problem)
+    except InvalidGenome as exc:
+        raise CliError(str(exc)) from exc
+    compiler = Compiler.default(args.cache, timeout_s=args.timeout)
+    try:
+        tools = compiler.tools
+    except ToolchainError as exc:
+        raise CliError(str(exc)) from exc
+    print(f"genome {genome.id}: {genome.short()}")
+    print(f"nvcc: {tools.nvcc} ({tools.nvcc_version}); CUTLASS {tools.cutlass_version}")
+    start = time.monotonic()
+    result = compiler.build(genome)
+    wall = time.monotonic() - start
+    if result.cached:
+        state = "cache hit"
+        detail = f"(built earlier in {result.seconds:.1f} s; looked up in {wall:.2f} s)"
+    else:
+        state = "built"
+        detail = f"in {result.seconds:.1f} s"
+    if result.ok:
+        print(f"{state}: {result.library} {detail}")
+        print(f"build key {result.build_key}; registers {result.registers}; runtime knobs {list(result.knobs)}")
+        print(f"log: {result.log}")
+        return 0
+    print(f"FAILED ({state}) {detail}: {result.reason}")
+    if result.log:
+        print(f"log: {result.log}")
+    return 1
+
+
+# -- entry point ----------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="evogemm",
+        description="Evolve FP16 GEMM (HGEMM) CUDA kernels per problem shape, and measure them honestly.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("space", help="show a template family's search space, its size and its rules")
+    p.add_argument("family", nargs="?", default="sm90_cutlass",
+                   help=f"template family (known: {', '.join(family_registry().names())})")
+    p.add_argument("--json", action="store_true", help="also print the space as JSON")
+    p.set_defaults(func=cmd_space)
+
+    p = sub.add_parser("render", help="print (or write) the CUDA source of a genome")
+    p.add_argument("genome", help="genome JSON file")
+    p.add_argument("-o", "--output", help="write the source here instead of stdout")
+    p.set_defaults(func=cmd_render)
+
+    p = sub.add_parser("compile", help="render and build one kernel into the cache")
+    p.add_argument("genome", help="genome JSON file")
+    p.add_argument("--shape", help="also check the genome against this problem (MxNxK)")
+    p.add_argument("--cache", help="kernel cache directory (default $EVOGEMM_CACHE or ~/.cache/evogemm/kernels)")
+    p.add_argument("--timeout", type=float, default=600, help="per-build timeout in seconds (default 600)")
+    p.set_defaults(func=cmd_compile)
+
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).register(sub)
+    return parser
+
+
+# Modules that add their own sub-commands through `register(subparsers)`.
+COMMAND_MODULES: tuple[str, ...] = ()
+
+
+def main(argv: "Sequence[str] | None" = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.func(args) or 0)
+    except CliError as exc:
+        print(f"evogemm {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"evogemm {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""The search space of the `sm90_cutlass` family (CUTLASS 3.x CollectiveBuilder, TMA + WGMMA).
+
+The rules follow what CUTLASS's sm90 builders accept (see CUTLASS's own generator,
+python/cutlass_library/generator.py, and the static_asserts of the sm90 collectives) plus the
+resource limits of an H100/H200: 227 KB of shared memory per block, 8 CTAs per portable cluster,
+and the register budget of the consumer warpgroups.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Mapping
+
+from .problem import Problem
+from .space import ParamSpec, Params, Rule, SearchSpace, ShapeRule
+
+FAMILY = "sm90_cutlass"
+
+SMEM_BYTES_PER_BLOCK = 232448  # 227 KB: the opt-in maximum on sm_90
+MAX_CLUSTER_CTAS = 8           # portable cluster size
+MAX_ACC_REGS = 192             # fp32 accumulator registers per consumer thread we allow
+BYTES_FP16 = 2
+
+PARAMS = (
+    ParamSpec("schedule", ("cooperative", "pingpong"), doc="warp-specialised kernel schedule", ordered=False),
+    ParamSpec("tile_m", (64, 128, 256), doc="CTA tile M"),
+    ParamSpec("tile_n", (16, 32, 64, 96, 128, 160, 192, 208, 224, 256), doc="CTA tile N (multiple of 8)"),
+    ParamSpec("tile_k", (32, 64, 128), doc="CTA tile K"),
+    ParamSpec("cluster_m", (1, 2, 4), doc="cluster shape M (B multicast)"),
+    ParamSpec("cluster_n", (1, 2, 4), doc="cluster shape N (A multicast)"),
+    ParamSpec("stages", (0, 2, 3, 4, 5, 6, 7, 8), doc="mainloop stages; 0 = as many as fit (auto carveout)"),
+    ParamSpec("epilogue", ("tma", "nosmem"), doc="TMA epilogue through shared memory, or direct stores",
+              ordered=False),
+    ParamSpec("scheduler", ("persistent", "streamk"), doc="tile scheduler", ordered=False),
+    ParamSpec("raster", ("heuristic", "along_m", "along_n"), kind="runtime", doc="tile raster order",
+              ordered=False),
+    ParamSpec("swizzle", (1, 2, 4, 8), kind="runtime", doc="max swizzle size of the tile scheduler"),
+    ParamSpec("splits", (1, 2, 3, 4, 6, 8, 16), kind="runtime", doc="split-K factor (stream-K scheduler only)"),
+    ParamSpec("decomposition", ("heuristic", "data_parallel", "split_k", "stream_k"), kind="runtime",
+              doc="stream-K scheduler decomposition", ordered=False),
+    ParamSpec("reduction", ("deterministic", "nondeterministic"), kind="runtime",
+              doc="stream-K partial reduction order", ordered=False),
+)
+
+BLOCKS = ("includes", "types", "tile_config", "epilogue", "mainloop", "kernel", "arguments", "abi")
+
+RASTER_CODES = {"heuristic": 0, "along_m": 1, "along_n": 2}
+DECOMPOSITION_CODES = {"heuristic": 0, "data_parallel": 1, "split_k": 2, "stream_k": 3}
+REDUCTION_CODES = {"deterministic": 0, "nondeterministic": 1}
+
+
+def epilogue_tile(p: Mapping[str, Any]) -> tuple[int, int]:
+    """The epilogue subtile CUTLASS's EpilogueTileAuto picks (sm90_compute_tile_shape_or_override)."""
+    from math import gcd
+    tm, tn = p["tile_m"], p["tile_n"]
+    if p["schedule"] == "cooperative":
+        return min(128, tm), gcd(min(32, tn), tn)
+    return min(64, tm), gcd(min(32, tn), tn)
+
+
+def epilogue_smem_bytes(p: Mapping[str, Any]) -> int:
+    if p["epilogue"] != "tma":
+        return 0
+    em, en = epilogue_tile(p)
+    stages_d = 2
+    return stages_d * em * en * BYTES_FP16 + 256
+
+
+def stage_bytes(p: Mapping[str, Any]) -> int:
+    """Shared memory of one mainloop stage: an A tile and a B tile plus its pipeline barriers."""
+    return (p["tile_m"] + p["tile_n"]) * p["tile_k"] * BYTES_FP16 + 16
+
+
+def max_stages(p: Mapping[str, Any]) -> int:
+    return (SMEM_BYTES_PER_BLOCK - epilogue_smem_bytes(p) - 1024) // stage_bytes(p)
+
+
+def smem_bytes(p: Mapping[str, Any]) -> int:
+    stages = p["stages"] or max_stages(p)
+    return stages * stage_bytes(p) + epilogue_smem_bytes(p) + 1024
+
+
+def acc_regs_per_thread(p: Mapping[str, Any]) -> int:
+    """fp32 accumulators each consumer thread holds: cooperative splits the tile over two warpgroups."""
+    consumer_threads = 256 if p["schedule"] == "cooperative" else 128
+    return p["tile_m"] * p["tile_n"] // consumer_threads
+
+
+# -- rules ------------------------------------------------------------------------------------
+
+def _coop_tile_m(p):
+    if p["schedule"] == "cooperative" and p["tile_m"] < 128:
+        return f"cooperative schedule needs tile M >= 128 (two consumer warpgroups of 64 rows); tile M is {p['tile_m']}"
+    return None
+
+
+def _fix_coop_tile_m(p: Params, rng: random.Random) -> Params:
+    if rng.random() < 0.5:
+        p["schedule"] = "pingpong"
+    else:
+        p["tile_m"] = 128
+    return p
+
+
+def _pingpong_streamk(p):
+    if p["schedule"] == "pingpong" and p["scheduler"] == "streamk":
+        return "ping-pong cannot use the stream-K scheduler (CUTLASS pairs stream-K with the cooperative schedule)"
+    return None
+
+
+def _fix_pingpong_streamk(p: Params, rng: random.Random) -> Params:
+    if p["tile_m"] >= 128 and rng.random() < 0.5:
+        p["schedule"] = "cooperative"
+    else:
+        p["scheduler"] = "persistent"
+    return p
+
+
+def _cluster_size(p):
+    ctas = p["cluster_m"] * p["cluster_n"]
+    if ctas > MAX_CLUSTER_CTAS:
+        return f"cluster of {ctas} CTAs exceeds {MAX_CLUSTER_CTAS} (the portable cluster size)"
+    return None
+
+
+def _fix_cluster_size(p: Params, rng: random.Random) -> Params:
+    key = "cluster_m" if p["cluster_m"] >= p["cluster_n"] else "cluster_n"
+    p[key] //= 2
+    return p
+
+
+def _multicast_split(p):
+    # With a cluster, each CTA issues 1/cluster_m of the B tile's TMA and 1/cluster_n of A's;
+    # a slice must stay a whole number of 8-row swizzle atoms.
+    if (p["tile_n"] // p["cluster_m"]) % 8 or p["tile_n"] % p["cluster_m"]:
+        return (f"tile N {p['tile_n']} split over cluster M {p['cluster_m']} is not a multiple of 8 rows "
+                "(TMA multicast slices whole swizzle atoms)")
+    if (p["tile_m"] // p["cluster_n"]) % 8 or p["tile_m"] % p["cluster_n"]:
+        return (f"tile M {p['tile_m']} split over cluster N {p['cluster_n']} is not a multiple of 8 rows "
+                "(TMA multicast slices whole swizzle atoms)")
+    return None
+
+
+def _fix_multicast_split(p: Params, rng: random.Random) -> Params:
+    if (p["tile_n"] // p["cluster_m"]) % 8 or p["tile_n"] % p["cluster_m"]:
+        p["cluster_m"] = max(1, p["cluster_m"] // 2)
+    else:
+        p["cluster_n"] = max(1, p["cluster_n"] // 2)
+    return p
+
+
+def _acc_registers(p):
+    regs = acc_regs_per_thread(p)
+    if regs > MAX_ACC_REGS:
+        return (f"a {p['tile_m']}x{p['tile_n']} tile needs {regs} fp32 accumulator registers per consumer "
+                f"thread with the {p['schedule']} schedule (limit {MAX_ACC_REGS}: more spills)")
+    return None
+
+
+def _fix_acc_registers(p: Params, rng: random.Random) -> Params:
+    if p["tile_m"] > 64 and (p["tile_m"] >= p["tile_n"] or rng.random() < 0.5):
+        p["tile_m"] //= 2
+    else:
+        smaller = [n for n in PARAMS[2].choices if n < p["tile_n"]]
+        p["tile_n"] = smaller[-1] if smaller else p["tile_n"]
+    return p
+
+
+def _smem_capacity(p):
+    if p["stages"]:
+        need = smem_bytes(p)
+        if need > SMEM_BYTES_PER_BLOCK:
+            return (f"{p['stages']} stages of a {p['tile_m']}x{p['tile_n']}x{p['tile_k']} tile need "
+                    f"{need // 1024} KB of shared memory; the limit is {SMEM_BYTES_PER_BLOCK // 1024} KB")
+    elif max_stages(p) < 2:
+        return (f"not even 2 stages of a {p['tile_m']}x{p['tile_n']}x{p['tile_k']} tile fit in "
+                f"{SMEM_BYTES_PER_BLOCK // 1024} KB of shared memory")
+    return None
+
+
+def _fix_smem_capacity(p: Params, rng: random.Random) -> Params:
+    fit = max_stages(p)
+    if fit >= 2:
+        p["stages"] = max(s for s in PARAMS[6].choices if s == 0 or s <= fit) if p["stages"] else 0
+        if p["stages"] and p["stages"] > fit:
+            p["stages"] = 0
+    elif p["tile_k"] > 32:
+        p["tile_k"] //= 2
+    else:
+        p["tile_n"] = 128
+    return p
+
+
+def _splits_need_streamk(p):
+    if p["splits"] > 1 and p["scheduler"] != "streamk":
+        return f"splits={p['splits']} needs the stream-K scheduler (the persistent scheduler does not split K)"
+    return None
+
+
+def _fix_splits(p: Params, rng: random.Random) -> Params:
+    if p["schedule"] == "cooperative" and rng.random() < 0.5:
+        p["scheduler"] = "streamk"
+    else:
+        p["splits"] = 1
+    return p
+
+
+RULES = (
+    Rule("cooperative-tile-m", "cooperative schedule needs tile M >= 128", _coop_tile_m, _fix_coop_tile_m),
+    Rule("pingpong-streamk", "ping-pong cannot use the stream-K scheduler", _pingpong_streamk, _fix_pingpong_streamk),
+    Rule("cluster-size", f"cluster_m * cluster_n <= {MAX_CLUSTER_CTAS} CTAs", _cluster_size, _fix_cluster_size),
+    Rule("multicast-slice", "tile N / cluster M and tile M / cluster N are multiples of 8",
+         _multicast_split, _fix_multicast_split),
+    Rule("accumulator-registers", f"tile M x tile N / consumer threads <= {MAX_ACC_REGS} fp32 registers",
+         _acc_registers, _fix_acc_registers),
+    Rule("smem-capacity", f"stages x (A + B tile) + epilogue <= {SMEM_BYTES_PER_BLOCK // 1024} KB shared memory",
+         _smem_capacity, _fix_smem_capacity),
+    Rule("splits-need-streamk", "split-K factor > 1 only with the stream-K scheduler", _splits_need_streamk, _fix_splits),
+)
+
+
+def _normalise_runtime(p: Params) -> Params:
+    """Knobs the kernel ignores take their neutral value, so equal kernels share one id."""
+    if p["scheduler"] != "streamk":
+        p["splits"] = 1
+        p["decomposition"] = "heuristic"
+        p["reduction"] = "deterministic"
+    else:
+        if p["splits"] > 1:
+            p["decomposition"] = "split_k"  # CUTLASS: splits > 1 bypasses stream-K in favour of split-K
+        elif p["decomposition"] == "split_k":
+            p["decomposition"] = "data_parallel"
+        if p["decomposition"] == "data_parallel":
+            p["reduction"] = "deterministic"
+    return p
+
+
+def _alignment(p, problem: Problem):
+    bad = []
+    if problem.k % 8:
+        bad.append(f"K={problem.k} (rows of A and W)")
+    if problem.n % 8:
+        bad.append(f"N={problem.n} (rows of C)")
+    if bad:
+        return ("sm90_cutlass needs 16-byte aligned rows for TMA, i.e. multiples of 8 fp16 elements; "
+                f"not aligned: {', '.join(bad)}")
+    return None
+
+
+SHAPE_RULES = (ShapeRule("tma-alignment", "K and N multiples of 8 (16-byte rows for TMA)", _alignment),)
+
+
+def knobs(params: Mapping[str, Any]) -> list[int]:
+    """The runtime knob vector passed through the C ABI (see kernel.cu.j2, block `arguments`)."""
+    return [
+        RASTER_CODES[params["raster"]],
+        int(params["swizzle"]),
+        int(params["splits"]),
+        DECOMPOSITION_CODES[params["decomposition"]],
+        REDUCTION_CODES[params["reduction"]],
+    ]
+
+
+def make_space() -> SearchSpace:
+    return SearchSpace(
+        family=FAMILY,
+        params=PARAMS,
+        rules=RULES,
+        shape_rules=SHAPE_RULES,
+        normalisers=(_normalise_runtime,),
+        blocks=BLOCKS,
+        description="CUTLASS 3.x CollectiveBuilder GEMM for sm_90a (TMA + WGMMA, warp-specialised)",
+    )

@@ -1,0 +1,308 @@
+"""Search spaces: parameters, the rules that make a genome buildable, and classic variation.
+
+A family's space lists its parameters (each with its allowed values and whether it is fixed at
+compile time or passed at run time) and its rules. A rule names itself, says in words what it
+requires, checks a parameter dict, and may repair one. Shape rules (alignment, say) take the
+problem too. Invalid genomes are refused or repaired here, before they cost a build.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from .genome import Genome
+from .problem import Problem
+
+Params = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    choices: tuple[Any, ...]
+    kind: str = "compile"  # "compile": changes the source; "runtime": passed through the C ABI knobs
+    doc: str = ""
+    ordered: bool = True  # neighbours are adjacent values (numbers) rather than any other value
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("compile", "runtime"):
+            raise ValueError(f"parameter kind must be 'compile' or 'runtime', got {self.kind!r}")
+        if not self.choices:
+            raise ValueError(f"parameter {self.name} has no choices")
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.rule}] {self.message}"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """`check(params)` returns None when satisfied, else a message naming what is wrong."""
+
+    name: str
+    description: str
+    check: Callable[[Mapping[str, Any]], "str | None"]
+    repair: "Callable[[Params, random.Random], Params] | None" = None
+
+
+@dataclass(frozen=True)
+class ShapeRule:
+    name: str
+    description: str
+    check: Callable[[Mapping[str, Any], Problem], "str | None"]
+
+
+class InvalidGenome(ValueError):
+    """A genome that breaks its family's rules; `violations` says which and why."""
+
+    def __init__(self, violations: Sequence[Violation], genome: "Genome | None" = None):
+        self.violations = list(violations)
+        self.genome = genome
+        lines = "; ".join(str(v) for v in self.violations)
+        super().__init__(f"invalid genome: {lines}")
+
+
+@dataclass
+class SearchSpace:
+    """The space of one template family."""
+
+    family: str
+    params: tuple[ParamSpec, ...]
+    rules: tuple[Rule, ...] = ()
+    shape_rules: tuple[ShapeRule, ...] = ()
+    normalisers: tuple[Callable[[Params], Params], ...] = field(default=())
+    blocks: tuple[str, ...] = ()  # template blocks that code patches may replace
+    description: str = ""
+
+    # -- basic facts -------------------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        return [p.name for p in self.params]
+
+    def spec(self, name: str) -> ParamSpec:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(f"{self.family} has no parameter {name!r}; parameters: {', '.join(self.names)}")
+
+    def compile_params(self, genome: Genome) -> Params:
+        return {p.name: genome[p.name] for p in self.params if p.kind == "compile"}
+
+    def runtime_params(self, genome: Genome) -> Params:
+        return {p.name: genome[p.name] for p in self.params if p.kind == "runtime"}
+
+    def raw_size(self) -> int:
+        return math.prod(len(p.choices) for p in self.params)
+
+    def enumerate_valid(self, kind: "str | None" = None, base: "Mapping[str, Any] | None" = None) -> Iterator[Params]:
+        """Every valid, canonical combination: of all params, or of one kind with the others
+        taken from `base` (default: the first choices)."""
+        specs = [p for p in self.params if kind is None or p.kind == kind]
+        fixed = {p.name: (base[p.name] if base else p.choices[0]) for p in self.params if p not in specs}
+        for combo in itertools.product(*(p.choices for p in specs)):
+            params = dict(fixed)
+            params.update(zip((p.name for p in specs), combo))
+            if not self._violations(params) and self._normalise(params) == params:
+                yield params
+
+    def valid_size(self, kind: "str | None" = None, base: "Mapping[str, Any] | None" = None) -> int:
+        return sum(1 for _ in self.enumerate_valid(kind, base))
+
+    # -- validation --------------------------------------------------------------------------
+    def _value_violations(self, params: Mapping[str, Any]) -> list[Violation]:
+        out = []
+        for name in params:
+            if name not in self.names:
+                out.append(Violation("unknown-parameter", f"{self.family} has no parameter {name!r}; "
+                                     f"parameters: {', '.join(self.names)}"))
+        for spec in self.params:
+            if spec.name not in params:
+                out.append(Violation("missing-parameter", f"parameter {spec.name!r} is missing"))
+            elif params[spec.name] not in spec.choices:
+                allowed = ", ".join(str(c) for c in spec.choices)
+                out.append(Violation(f"{spec.name}-value",
+                                     f"{spec.name}={params[spec.name]!r} is not allowed; allowed: {allowed}"))
+        return out
+
+    def _violations(self, params: Mapping[str, Any]) -> list[Violation]:
+        out = self._value_violations(params)
+        if out:
+            return out
+        for rule in self.rules:
+            message = rule.check(params)
+            if message:
+                out.append(Violation(rule.name, message))
+        return out
+
+    def _normalise(self, params: Params) -> Params:
+        for fn in self.normalisers:
+            params = fn(dict(params))
+        return params
+
+    def violations(self, genome: Genome, problem: "Problem | None" = None) -> list[Violation]:
+        if genome.family != self.family:
+            return [Violation("family", f"genome family {genome.family!r} is not {self.family!r}")]
+        out = self._violations(genome.param_dict)
+        for patch in genome.patches:
+            if patch.block not in self.blocks:
+                out.append(Violation("patch-block", f"patch names block {patch.block!r}; "
+                                     f"{self.family} has blocks: {', '.join(self.blocks)}"))
+        if problem is not None and not out:
+            out.extend(self.shape_violations(genome, problem))
+        return out
+
+    def shape_violations(self, genome: Genome, problem: Problem) -> list[Violation]:
+        out = []
+        for rule in self.shape_rules:
+            message = rule.check(genome.param_dict, problem)
+            if message:
+                out.append(Violation(rule.name, message))
+        return out
+
+    def is_valid(self, genome: Genome, problem: "Problem | None" = None) -> bool:
+        return not self.violations(genome, problem)
+
+    def validate(self, genome: Genome, problem: "Problem | None" = None) -> Genome:
+        """Return the normalised genome, or raise InvalidGenome naming every broken rule."""
+        found = self.violations(genome, problem)
+        if found:
+            raise InvalidGenome(found, genome)
+        return self.normalise(genome)
+
+    def normalise(self, genome: Genome) -> Genome:
+        """Canonical form: parameters that have no effect are set to their neutral value."""
+        return Genome.make(self.family, self._normalise(genome.param_dict), genome.patches)
+
+    def supports(self, problem: Problem) -> "str | None":
+        """None if some genome of this family can run the problem, else the reason it cannot."""
+        for rule in self.shape_rules:
+            message = rule.check(self.default_params(), problem)
+            if message:
+                return message
+        return None
+
+    # -- repair ------------------------------------------------------------------------------
+    def repair(self, genome: Genome, rng: random.Random, max_rounds: int = 20) -> Genome:
+        """Bring a genome within the rules, changing as little as the rules' repairs say.
+
+        Values outside a parameter's choices snap to the nearest allowed value. Raises
+        InvalidGenome if a rule without a repair is still broken.
+        """
+        params = genome.param_dict
+        for name in list(params):
+            if name not in self.names:
+                del params[name]
+        for spec in self.params:
+            if spec.name not in params:
+                params[spec.name] = spec.choices[0]
+            elif params[spec.name] not in spec.choices:
+                params[spec.name] = _nearest(spec, params[spec.name])
+        for _ in range(max_rounds):
+            broken = [r for r in self.rules if r.check(params)]
+            if not broken:
+                break
+            rule = broken[0]
+            if rule.repair is None:
+                raise InvalidGenome([Violation(rule.name, rule.check(params) or "")], genome)
+            params = rule.repair(dict(params), rng)
+        else:
+            raise InvalidGenome(self._violations(params), genome)
+        patches = tuple(p for p in genome.patches if p.block in self.blocks)
+        return Genome.make(self.family, self._normalise(params), patches)
+
+    # -- sampling and classic variation -------------------------------------------------------
+    def default_params(self) -> Params:
+        return {p.name: p.choices[0] for p in self.params}
+
+    def sample(self, rng: random.Random, max_tries: int = 1000) -> Genome:
+        """A uniformly drawn valid genome (rejection sampling, then repair)."""
+        for _ in range(max_tries):
+            params = {p.name: rng.choice(p.choices) for p in self.params}
+            if not self._violations(params):
+                return Genome.make(self.family, self._normalise(params))
+        return self.repair(Genome.make(self.family, params), rng)
+
+    def mutate(self, genome: Genome, rng: random.Random, n_changes: int = 1,
+               kinds: "Iterable[str] | None" = None) -> Genome:
+        """Change `n_changes` parameters to neighbouring values, then repair. Never returns the parent."""
+        allowed = [p for p in self.params if kinds is None or p.kind in set(kinds)]
+        for _ in range(50):
+            params = genome.param_dict
+            for spec in rng.sample(allowed, k=min(n_changes, len(allowed))):
+                params[spec.name] = self._step(spec, params[spec.name], rng)
+            try:
+                child = self.repair(Genome.make(self.family, params, genome.patches), rng)
+            except InvalidGenome:
+                continue
+            if child.id != genome.id:
+                return child
+        return self.sample(rng)
+
+    def crossover(self, a: Genome, b: Genome, rng: random.Random) -> Genome:
+        """Uniform crossover of parameters; patches come from either parent, block by block."""
+        params = {name: (a[name] if rng.random() < 0.5 else b[name]) for name in self.names}
+        patches = {p.block: p for p in a.patches}
+        for p in b.patches:
+            if p.block not in patches or rng.random() < 0.5:
+                patches[p.block] = p
+        return self.repair(Genome.make(self.family, params, patches.values()), rng)
+
+    def neighbours(self, genome: Genome) -> list[Genome]:
+        """Every valid genome one step away in one parameter (deduplicated, parent excluded)."""
+        seen = {genome.id}
+        out = []
+        for spec in self.params:
+            current = genome[spec.name]
+            for value in self._adjacent(spec, current):
+                params = genome.param_dict
+                params[spec.name] = value
+                if self._violations(params):
+                    continue
+                child = Genome.make(self.family, self._normalise(params), genome.patches)
+                if child.id not in seen:
+                    seen.add(child.id)
+                    out.append(child)
+        return out
+
+    @staticmethod
+    def _adjacent(spec: ParamSpec, value: Any) -> list[Any]:
+        choices = list(spec.choices)
+        if value not in choices:
+            return [_nearest(spec, value)]
+        i = choices.index(value)
+        if spec.ordered:
+            return [choices[j] for j in (i - 1, i + 1) if 0 <= j < len(choices)]
+        return [c for c in choices if c != value]
+
+    def _step(self, spec: ParamSpec, value: Any, rng: random.Random) -> Any:
+        options = self._adjacent(spec, value)
+        if spec.ordered and rng.random() < 0.2:  # occasionally jump anywhere
+            options = [c for c in spec.choices if c != value]
+        return rng.choice(options) if options else value
+
+    def describe(self) -> str:
+        lines = [f"family {self.family}: {self.description}".rstrip(": "), "", "parameters:"]
+        for p in self.params:
+            values = ", ".join(str(c) for c in p.choices)
+            lines.append(f"  {p.name:<14} [{p.kind}] {values}" + (f"  -- {p.doc}" if p.doc else ""))
+        lines += ["", "rules:"]
+        lines += [f"  {r.name}: {r.description}" for r in self.rules]
+        lines += [f"  {r.name} (per shape): {r.description}" for r in self.shape_rules]
+        if self.blocks:
+            lines += ["", "patchable template blocks: " + ", ".join(self.blocks)]
+        return "\n".join(lines)
+
+
+def _nearest(spec: ParamSpec, value: Any) -> Any:
+    if isinstance(value, (int, float)) and all(isinstance(c, (int, float)) for c in spec.choices):
+        return min(spec.choices, key=lambda c: (abs(c - value), c))
+    return spec.choices[0]
