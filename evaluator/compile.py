@@ -209,7 +209,11 @@ class Compiler:
         except (json.JSONDecodeError, TypeError):
             return None
         result.knobs = tuple(result.knobs)
-        if result.ok and not (result.library and Path(result.library).exists()):
+        # the cache folder may have moved (copied to another machine): paths are relative to it
+        entry = self.entry_dir(key)
+        result.library = str(entry / "kernel.so") if result.ok else None
+        result.log = str(entry / "build.log")
+        if result.ok and not Path(result.library).exists():
             return None
         return result
 

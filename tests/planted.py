@@ -1,0 +1,37 @@
+"""Kernels with planted faults, made as code patches of a real sm90_cutlass genome (for gpu tests)."""
+
+from __future__ import annotations
+
+from genome import Genome, Patch, get_space
+from templates import block_source
+
+BASE = dict(schedule="pingpong", tile_m=64, tile_n=64, tile_k=64)
+
+ROGUE = {
+    # writes 64 elements just past the end of C (into the canary band)
+    "oob": ("__global__ void evogemm_planted_oob(cutlass::half_t* C, long n) {\n"
+            "  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;\n"
+            "  if (i < 64) C[n + i] = cutlass::half_t(1.0f);\n}\n",
+            "  evogemm_planted_oob<<<1, 64, 0, s>>>(static_cast<cutlass::half_t*>(C), (long)M * N);\n"),
+    # spins forever on a flag nothing sets
+    "hang": ("__device__ int evogemm_planted_flag = 0;\n"
+             "__global__ void evogemm_planted_hang() {\n"
+             "  volatile int* f = &evogemm_planted_flag;\n  while (*f == 0) { }\n}\n",
+             "  evogemm_planted_hang<<<1, 1, 0, s>>>();\n"),
+}
+
+
+def base_genome() -> Genome:
+    space = get_space("sm90_cutlass")
+    return space.validate(Genome.make("sm90_cutlass", dict(space.default_params(), **BASE)))
+
+
+def planted(kind: str) -> Genome:
+    g = base_genome()
+    decl, launch = ROGUE[kind]
+    abi = block_source(g, "abi")
+    abi = abi.replace('extern "C" {', decl + '\nextern "C" {', 1)
+    tail = "  return cudaPeekAtLastError() == cudaSuccess ? 0 : 4;"
+    assert tail in abi
+    abi = abi.replace(tail, launch + tail, 1)
+    return g.with_patch(Patch("abi", abi, note=f"planted fault: {kind}"))

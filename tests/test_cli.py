@@ -1,0 +1,51 @@
+import json
+import subprocess
+import sys
+
+from genome import Genome, get_space
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "experiments.cli", *args], capture_output=True, text=True)
+
+
+def test_help_lists_commands():
+    out = run("--help")
+    assert out.returncode == 0
+    for command in ("space", "compile", "render"):
+        assert command in out.stdout
+
+
+def test_space_prints_size_and_rules():
+    out = run("space", "sm90_cutlass")
+    assert out.returncode == 0, out.stderr
+    assert "valid compile-time configurations" in out.stdout
+    assert "cooperative-tile-m" in out.stdout and "pingpong-streamk" in out.stdout
+    bad = run("space", "nope")
+    assert bad.returncode == 2 and "unknown template family 'nope'" in bad.stderr
+
+
+def test_compile_errors_are_one_clear_line(tmp_path):
+    missing = run("compile", str(tmp_path / "none.json"))
+    assert missing.returncode == 2 and "no such genome file" in missing.stderr
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("{not json")
+    out = run("compile", str(garbage))
+    assert out.returncode == 2 and "not valid JSON" in out.stderr
+    space = get_space("sm90_cutlass")
+    invalid = tmp_path / "invalid.json"
+    Genome.make("sm90_cutlass", dict(space.default_params(), schedule="cooperative", tile_m=64)).save(invalid)
+    out = run("compile", str(invalid))
+    assert out.returncode == 2 and "cooperative schedule needs tile M >= 128" in out.stderr
+    ok = tmp_path / "ok.json"
+    Genome.make("sm90_cutlass", dict(space.default_params(), schedule="pingpong")).save(ok)
+    out = run("compile", str(ok), "--shape", "100x100x99")
+    assert out.returncode == 2 and "K=99" in out.stderr
+
+
+def test_render_writes_source(tmp_path):
+    space = get_space("sm90_cutlass")
+    path = tmp_path / "g.json"
+    Genome.make("sm90_cutlass", dict(space.default_params(), schedule="pingpong")).save(path)
+    out = run("render", str(path), "-o", str(tmp_path / "k.cu"))
+    assert out.returncode == 0 and "evogemm_run" in (tmp_path / "k.cu").read_text()

@@ -1,0 +1,76 @@
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evaluator.compile import Compiler, Toolchain, ToolchainError, first_error, parse_ptxas
+from genome import Genome, Patch, get_space
+
+SPACE = get_space("sm90_cutlass")
+SMALL = dict(SPACE.default_params(), schedule="pingpong", tile_m=64, tile_n=64, tile_k=64)
+
+
+def test_parse_ptxas_detects_spills_and_serialised_wgmma():
+    text = ("ptxas info    : Used 168 registers, used 2 barriers\n"
+            "    0 bytes stack frame, 24 bytes spill stores, 16 bytes spill loads\n"
+            "ptxas warning : (C7510) Potential Performance Loss: wgmma.mma_async instructions are serialized\n")
+    report = parse_ptxas(text)
+    assert report.max_registers == 168 and report.spill_bytes == 40 and report.serialised_wgmma
+    clean = parse_ptxas("ptxas info : Used 90 registers\n 0 bytes spill stores, 0 bytes spill loads")
+    assert clean.spill_bytes == 0 and not clean.serialised_wgmma
+    assert "error" in first_error("a\nfoo.cu(3): error: bad thing\nb")
+
+
+def test_missing_nvcc_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("EVOGEMM_NVCC", raising=False)
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    with pytest.raises(ToolchainError, match="nvcc not found"):
+        Toolchain.discover()
+
+
+def test_invalid_genome_costs_no_build(tmp_path):
+    bad = Genome.make("sm90_cutlass", dict(SMALL, schedule="cooperative"))
+    result = Compiler.default(tmp_path).build(bad)
+    assert not result.ok and "cooperative-tile-m" in result.reason and result.seconds == 0
+
+
+@pytest.mark.nvcc
+def test_real_sm90_build_cache_and_rejections(kernel_cache):
+    compiler = Compiler.default(kernel_cache)
+    genome = SPACE.validate(Genome.make("sm90_cutlass", SMALL))
+    first = compiler.build(genome)
+    assert first.ok, first.reason
+    assert Path(first.library).exists() and first.seconds > 1 and not first.cached
+    assert first.registers and first.spill_bytes == 0
+    out = subprocess.run(["nm", "-D", first.library], capture_output=True, text=True).stdout
+    for symbol in ("evogemm_run", "evogemm_workspace_size", "evogemm_can_implement", "evogemm_abi_version"):
+        assert symbol in out
+    log = Path(first.log).read_text()
+    assert "-DNDEBUG" in log and "compute_90a" in log and "C7510" not in log
+
+    start = time.monotonic()
+    again = compiler.build(genome.with_params(raster="along_m", swizzle=4))
+    assert again.ok and again.cached and again.build_key == first.build_key
+    assert again.knobs == (1, 4, 1, 0, 0)
+    assert time.monotonic() - start < 2
+
+    # a patch that breaks the code fails with the compiler's message, and the failure is cached
+    broken = genome.with_patch(Patch("kernel", "this is not C++;"))
+    failed = compiler.build(broken)
+    assert not failed.ok and failed.reason.startswith("compile error") and Path(failed.log).exists()
+    assert compiler.build(broken).cached
+
+
+@pytest.mark.nvcc
+def test_cli_compile_reports_cache_hit(kernel_cache, tmp_path):
+    path = tmp_path / "g.json"
+    SPACE.validate(Genome.make("sm90_cutlass", SMALL)).save(path)
+    cmd = [sys.executable, "-m", "experiments.cli", "compile", str(path), "--cache", str(kernel_cache)]
+    a = subprocess.run(cmd, capture_output=True, text=True)
+    b = subprocess.run(cmd, capture_output=True, text=True)
+    assert a.returncode == 0, a.stdout + a.stderr
+    assert "kernel.so" in b.stdout and "cache hit" in b.stdout

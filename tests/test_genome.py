@@ -1,0 +1,140 @@
+import json
+import random
+
+import pytest
+
+from genome import Genome, InvalidGenome, Patch, Problem, get_space
+from genome.operators import OperatorContext, ParamCrossover, ParamMutate, RandomSample, apply_operator
+
+SPACE = get_space("sm90_cutlass")
+
+
+def good(**changes):
+    params = dict(SPACE.default_params(), schedule="cooperative", tile_m=128, tile_n=256, tile_k=64)
+    params.update(changes)
+    return Genome.make("sm90_cutlass", params)
+
+
+def test_problem_parse_and_errors():
+    assert Problem.parse("4096x1024x512") == Problem(4096, 1024, 512)
+    assert Problem.parse([8, 16, 32]).name == "8x16x32"
+    assert Problem(2, 3, 4).flops == 48
+    for bad in ("4096x1024", "axbxc", "0x8x8", "-1x8x8"):
+        with pytest.raises(ValueError):
+            Problem.parse(bad)
+
+
+def test_genome_json_round_trip_and_stable_id():
+    g = good().with_patch(Patch("epilogue", "// custom\n", note="why"))
+    again = Genome.from_json(g.to_json())
+    assert again == g and again.id == g.id and hash(again) == hash(g)
+    # The id is a content hash: it must not change between releases or processes.
+    assert good().id == Genome.make("sm90_cutlass", json.loads(good().to_json())["params"]).id
+    assert len(g.id) == 16 and g.id != good().id
+    # Parameter order does not matter; values do.
+    reordered = Genome.make("sm90_cutlass", dict(reversed(list(good().param_dict.items()))))
+    assert reordered.id == good().id
+    assert good(tile_n=128).id != good().id
+
+
+def test_genome_rejects_bad_json():
+    with pytest.raises(ValueError, match="not valid JSON"):
+        Genome.from_json("{nope")
+    with pytest.raises(ValueError, match="unknown genome keys"):
+        Genome.from_dict({"family": "sm90_cutlass", "params": {}, "colour": 1})
+    with pytest.raises(ValueError, match="does not match its content"):
+        Genome.from_dict({"family": "sm90_cutlass", "params": {"tile_m": 128}, "id": "0" * 16})
+    with pytest.raises(TypeError):
+        Genome.make("sm90_cutlass", {"tile_m": 1.5})
+
+
+@pytest.mark.parametrize("changes, rule, words", [
+    (dict(schedule="cooperative", tile_m=64), "cooperative-tile-m", "cooperative schedule needs tile M >= 128"),
+    (dict(schedule="pingpong", tile_m=128, tile_n=128, scheduler="streamk"), "pingpong-streamk",
+     "ping-pong cannot use the stream-K scheduler"),
+    (dict(cluster_m=4, cluster_n=4, tile_n=128), "cluster-size", "cluster of 16 CTAs exceeds 8"),
+    (dict(tile_m=256, tile_n=256), "accumulator-registers", "accumulator registers"),
+    (dict(tile_m=256, tile_n=256, tile_k=128, stages=8, schedule="cooperative"), "smem-capacity", "shared memory"),
+    (dict(cluster_m=4, tile_n=208), "multicast-slice", "not a multiple of 8"),
+    (dict(splits=4, scheduler="persistent"), "splits-need-streamk", "needs the stream-K scheduler"),
+    (dict(tile_n=100), "tile_n-value", "not allowed"),
+])
+def test_each_rule_is_named_in_the_refusal(changes, rule, words):
+    genome = good(**changes)
+    with pytest.raises(InvalidGenome) as info:
+        SPACE.validate(genome)
+    names = [v.rule for v in info.value.violations]
+    assert rule in names
+    assert words in str(info.value)
+    fixed = SPACE.repair(genome, random.Random(0))
+    assert SPACE.is_valid(fixed)
+
+
+def test_unknown_parameter_and_patch_block_are_refused():
+    with pytest.raises(InvalidGenome, match="no parameter 'colour'"):
+        SPACE.validate(Genome.make("sm90_cutlass", dict(good().param_dict, colour="red")))
+    with pytest.raises(InvalidGenome, match="patch names block 'nowhere'"):
+        SPACE.validate(good().with_patch(Patch("nowhere", "x")))
+
+
+def test_unaligned_shape_is_refused_with_reason():
+    with pytest.raises(InvalidGenome, match="K=1001"):
+        SPACE.validate(good(), Problem(1000, 1000, 1001))
+    assert SPACE.is_valid(good(), Problem(1000, 1000, 1000))
+    assert "N=1001" in SPACE.supports(Problem(64, 1001, 64))
+
+
+def test_sampling_thousands_all_valid_and_diverse():
+    rng = random.Random(7)
+    genomes = [SPACE.sample(rng) for _ in range(3000)]
+    assert all(SPACE.is_valid(g) for g in genomes)
+    assert all(SPACE.normalise(g) == g for g in genomes)
+    assert len({g.id for g in genomes}) > 2500
+    for name in ("schedule", "tile_n", "scheduler", "cluster_m", "epilogue"):
+        assert len({g[name] for g in genomes}) == len(SPACE.spec(name).choices), name
+
+
+def test_normalisation_merges_ineffective_knobs():
+    a = good(scheduler="persistent", reduction="nondeterministic", decomposition="stream_k")
+    assert SPACE.normalise(a) == SPACE.normalise(good())
+    b = SPACE.normalise(good(scheduler="streamk", splits=4, decomposition="stream_k"))
+    assert b["decomposition"] == "split_k"
+
+
+def test_mutate_crossover_neighbours_stay_valid():
+    rng = random.Random(3)
+    parent = SPACE.validate(good())
+    for _ in range(300):
+        child = SPACE.mutate(parent, rng, n_changes=rng.randint(1, 3))
+        assert SPACE.is_valid(child) and child.id != parent.id
+    other = SPACE.sample(rng)
+    for _ in range(100):
+        child = SPACE.crossover(parent, other, rng)
+        assert SPACE.is_valid(child)
+    neighbours = SPACE.neighbours(parent)
+    assert neighbours and all(SPACE.is_valid(n) for n in neighbours)
+    assert parent.id not in {n.id for n in neighbours}
+    assert len({n.id for n in neighbours}) == len(neighbours)
+    # neighbours differ from the parent in exactly one parameter before normalisation effects
+    assert all(sum(n[k] != parent[k] for k in SPACE.names) >= 1 for n in neighbours)
+
+
+def test_repair_snaps_out_of_range_values():
+    g = Genome.make("sm90_cutlass", dict(good().param_dict, tile_n=250, stages=99))
+    fixed = SPACE.repair(g, random.Random(0))
+    assert fixed["tile_n"] == 256 and SPACE.is_valid(fixed)
+
+
+def test_classic_operators_through_the_interface():
+    rng = random.Random(1)
+    problem = Problem(4096, 4096, 4096)
+    ctx = OperatorContext(space=SPACE, problem=problem, rng=rng)
+    parent, other = SPACE.validate(good()), SPACE.sample(rng)
+    for op, parents in ((ParamMutate(n_changes=2), [parent]), (ParamCrossover(), [parent, other]), (RandomSample(), [])):
+        kids = apply_operator(op, parents, ctx)
+        assert kids and all(SPACE.is_valid(k.genome, problem) for k in kids)
+        assert kids[0].operator == op.name
+        assert kids[0].parent_ids == tuple(p.id for p in parents)
+    # an unaligned problem yields no children rather than invalid ones
+    bad_ctx = OperatorContext(space=SPACE, problem=Problem(100, 100, 99), rng=rng)
+    assert apply_operator(ParamMutate(), [parent], bad_ctx) == []

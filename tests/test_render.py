@@ -1,0 +1,68 @@
+import random
+import time
+
+import pytest
+
+from genome import Genome, InvalidGenome, Patch, get_space
+from templates import block_source, families, render, template_blocks
+
+SPACE = get_space("sm90_cutlass")
+
+
+def test_family_and_blocks_match_the_space():
+    assert "sm90_cutlass" in families()
+    assert sorted(SPACE.blocks) == template_blocks("sm90_cutlass")
+
+
+def test_render_thousands_of_sampled_genomes():
+    rng = random.Random(11)
+    start = time.monotonic()
+    sources = set()
+    for _ in range(2000):
+        g = SPACE.sample(rng)
+        kernel = render(g)
+        p = g.param_dict
+        assert f"Shape<_{p['tile_m']}, _{p['tile_n']}, _{p['tile_k']}>" in kernel.source
+        assert f"Shape<_{p['cluster_m']}, _{p['cluster_n']}, _1>" in kernel.source
+        expect = "Cooperative" if p["schedule"] == "cooperative" else "Pingpong"
+        assert f"KernelTmaWarpSpecialized{expect}" in kernel.source
+        assert ("StreamKScheduler" in kernel.source) == (p["scheduler"] == "streamk")
+        assert ("NoSmemWarpSpecialized" in kernel.source) == (p["epilogue"] == "nosmem")
+        if p["stages"]:
+            assert f"StageCount<{p['stages']}>" in kernel.source
+        else:
+            assert "StageCountAutoCarveout" in kernel.source
+        assert "{{" not in kernel.source and "{%" not in kernel.source
+        assert len(kernel.knobs) == 5
+        sources.add(kernel.source)
+    assert len(sources) > 500  # runtime knobs do not change the source, compile params do
+    assert time.monotonic() - start < 60
+
+
+def test_runtime_knobs_do_not_change_the_source():
+    g = SPACE.validate(Genome.make("sm90_cutlass", dict(SPACE.default_params(), schedule="cooperative",
+                                                         tile_m=128, scheduler="streamk")))
+    a = render(g)
+    b = render(g.with_params(raster="along_n", swizzle=8, splits=4))
+    assert a.source == b.source and a.knobs != b.knobs
+    assert b.knobs == (2, 8, 4, 2, 0)
+
+
+def test_patch_replaces_block_verbatim():
+    g = SPACE.validate(Genome.make("sm90_cutlass", dict(SPACE.default_params(), schedule="pingpong")))
+    original = block_source(g, "epilogue")
+    assert "CollectiveBuilder" in original
+    code = "// patched epilogue {{ not jinja }} {% endraw %} {# nor this #}\n" + original
+    patched = g.with_patch(Patch("epilogue", code))
+    src = render(patched).source
+    assert "// patched epilogue {{ not jinja }} {% endraw %} {# nor this #}" in src
+    assert src.count("CollectiveEpilogue =") == 1
+    assert block_source(patched, "epilogue") == code
+
+
+def test_render_refuses_invalid_genomes():
+    bad = Genome.make("sm90_cutlass", dict(SPACE.default_params(), schedule="cooperative", tile_m=64))
+    with pytest.raises(InvalidGenome, match="cooperative-tile-m"):
+        render(bad)
+    with pytest.raises(InvalidGenome, match="patch-block"):
+        render(SPACE.validate(bad.with_params(tile_m=128)).with_patch(Patch("nowhere", "x")))
