@@ -143,6 +143,7 @@ class MeasureResult:
     info: dict
     gpu_seconds: float
     restarts: int
+    clocks: dict = field(default_factory=dict)
 
 
 class WorkerPool:
@@ -170,7 +171,7 @@ class WorkerPool:
             try:
                 result = self.worker.request(req, self.silence_timeout_s)
                 return MeasureResult(result["kernels"], result["baselines"], failures, result.get("info", {}),
-                                     time.monotonic() - t0, restarts)
+                                     time.monotonic() - t0, restarts, result.get("clocks", {}))
             except WorkerDied as died:
                 restarts += 1
                 self.restarts += 1
@@ -305,4 +306,6 @@ def baseline_set(problem: Problem, result: MeasureResult) -> BaselineSet:
     for name, (status, reason) in result.failures.items():
         if name in BASELINES:
             bs.notes[name] = f"{status}: {reason}"
+    if result.clocks:
+        bs.notes["clocks"] = json.dumps(result.clocks, sort_keys=True)
     return bs

@@ -77,6 +77,7 @@ class Cuda:
         self.stream = _ok(rt.cudaStreamCreateWithFlags(rt.cudaStreamNonBlocking), "cudaStreamCreate")
         self.start = _ok(rt.cudaEventCreate(), "cudaEventCreate")
         self.end = _ok(rt.cudaEventCreate(), "cudaEventCreate")
+        self.gate_stream = _ok(rt.cudaStreamCreateWithFlags(rt.cudaStreamNonBlocking), "cudaStreamCreate")
 
     @property
     def stream_ptr(self) -> int:
@@ -118,6 +119,31 @@ class Cuda:
         _ok(rt.cudaEventSynchronize(self.end), "cudaEventSynchronize")
         _ok(rt.cudaGetLastError(), "launch")
         return float(_ok(rt.cudaEventElapsedTime(self.start, self.end), "cudaEventElapsedTime"))
+
+    def gated_once_ms(self, enqueue: Callable[[], None], flag_ptr: int) -> "tuple[float, bool]":
+        """Device time of one launch with host launch cost kept out: the stream first waits on a
+        device flag, the events and the launch queue up behind it, then a second stream releases
+        the flag. Returns (ms, gated); gated is False where stream memory operations are missing
+        and the plain event timing (which includes the launch cost) was used."""
+        if self.gate_stream is None:
+            return self.timed_once_ms(enqueue), False
+        from cuda.bindings import driver
+        rt = self.rt
+        stream = driver.CUstream(int(self.stream))
+        err, = driver.cuStreamWaitValue32(stream, driver.CUdeviceptr(flag_ptr), 1,
+                                         driver.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            self.gate_stream = None
+            return self.timed_once_ms(enqueue), False
+        _ok(rt.cudaEventRecord(self.start, self.stream), "cudaEventRecord")
+        enqueue()
+        _ok(rt.cudaEventRecord(self.end, self.stream), "cudaEventRecord")
+        err, = driver.cuStreamWriteValue32(driver.CUstream(int(self.gate_stream)), driver.CUdeviceptr(flag_ptr), 1, 0)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"cuStreamWriteValue32: {err.name}")
+        _ok(rt.cudaEventSynchronize(self.end), "cudaEventSynchronize")
+        _ok(rt.cudaGetLastError(), "launch")
+        return float(_ok(rt.cudaEventElapsedTime(self.start, self.end), "cudaEventElapsedTime")), True
 
     def destroy_graph(self, graph, exe) -> None:
         self.rt.cudaGraphExecDestroy(exe)
@@ -280,6 +306,20 @@ class Worker:
         return {"device": self.device_name, "sm_count": self.sm_count, "l2_bytes": self.l2_bytes,
                 "torch": self.torch.__version__, "cuda": self.torch.version.cuda}
 
+    def clocks(self) -> dict:
+        """SM clock, power and temperature now (NVML), to show throttling beside the figures."""
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            index = int(os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or 0)
+            h = pynvml.nvmlDeviceGetHandleByIndex(index)
+            return {"sm_mhz": pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+                    "mem_mhz": pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM),
+                    "power_w": pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
+                    "temp_c": pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU)}
+        except Exception as exc:  # NVML missing or refused: say so, do not fail the measurement
+            return {"error": f"{type(exc).__name__}: {exc}"}
+
     def load_kernel(self, spec: dict) -> EvoKernel:
         key = spec["lib"] + ":" + ",".join(map(str, spec.get("knobs", [])))
         if key not in self.kernels:
@@ -414,6 +454,7 @@ class Worker:
                     self.cuda.replay_ms(cand.exe)
 
         # 5. interleaved timing rounds; the last round re-checks each candidate's output
+        clocks_before = self.clocks()
         repeats = int(cfg["repeats"])
         for r in range(repeats):
             order = live[:]
@@ -433,6 +474,7 @@ class Worker:
                     if not ok:
                         cand.result.update(status="wrong", reason=f"output after timing: {reason}")
                         cand.alive = False
+        clocks_after = self.clocks()
         for cand in cands:
             if cand.samples and cand.alive:
                 cand.result["device"] = _summary(cand.samples)
@@ -443,18 +485,24 @@ class Worker:
         # 6. server mode: one launch after an idle gap, L2 flushed
         if "server" in modes and live:
             samples = {c.id: [] for c in live}
+            flag = torch.zeros(1, dtype=torch.int32, device="cuda")
+            gated = True
             for _ in range(int(cfg["server_samples"])):
                 order = live[:]
                 rng.shuffle(order)
                 for cand in order:
                     s = sets[rng.randrange(n_sets)]
-                    self.flush_buf.zero_()
+                    flag.zero_()
+                    self.flush_buf.zero_()  # evict L2
                     torch.cuda.synchronize()
                     time.sleep(rng.expovariate(1.0 / (cfg["server_gap_ms"] / 1000.0)))
                     self.running(cand.id, "server")
-                    samples[cand.id].append(1000.0 * self.cuda.timed_once_ms(lambda: cand.enqueue(s)))
+                    ms, was_gated = self.cuda.gated_once_ms(lambda: cand.enqueue(s), flag.data_ptr())
+                    gated = gated and was_gated
+                    samples[cand.id].append(1000.0 * ms)
             for cand in live:
                 cand.result["server"] = _summary(samples[cand.id])
+                cand.result["server_gated"] = gated
         # 7. call latency: one synchronised call from Python
         if "call" in modes and live:
             samples = {c.id: [] for c in live}
@@ -477,7 +525,8 @@ class Worker:
         return {"type": "result", "problem": req["problem"], "n_sets": n_sets,
                 "kernels": {c.id: c.result for c in cands if c.kind == "kernel"},
                 "baselines": {c.id: c.result for c in cands if c.kind == "baseline"},
-                "gpu_seconds": time.monotonic() - t_start, "info": self.info()}
+                "gpu_seconds": time.monotonic() - t_start, "info": self.info(),
+                "clocks": {"before_timing": clocks_before if live else {}, "after_timing": clocks_after if live else {}}}
 
     def gate_one(self, cand: Candidate, s: InputSet, ref, cfg: dict, p: Problem) -> None:
         torch = self.torch
@@ -524,7 +573,11 @@ class Worker:
                         raise KernelFault(f"cuBLASLt algorithm {idx} wrote outside C")
                     if not ok:
                         continue
-                    times = [self.cuda.timed_once_ms(lambda: cand.enqueue(s)) for _ in range(int(cfg["autotune_iters"]))]
+                    burst = 10
+                    graph, exe = self.cuda.capture(lambda: [cand.enqueue(s) for _ in range(burst)])
+                    self.cuda.replay_ms(exe)
+                    times = [self.cuda.replay_ms(exe) / burst for _ in range(int(cfg["autotune_iters"]))]
+                    self.cuda.destroy_graph(graph, exe)
                     tried += 1
                     t = sorted(times)[len(times) // 2]
                     if best is None or t < best[0]:

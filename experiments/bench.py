@@ -190,6 +190,15 @@ def _fmt(x: "float | None", spec: str = ".1f") -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
 
+def _clock_note(bs: BaselineSet) -> str:
+    """SM clock before -> after the timing rounds (NVML), to make throttling visible."""
+    try:
+        clocks = json.loads(bs.notes.get("clocks", "{}"))
+        return f"{clocks['before_timing']['sm_mhz']}->{clocks['after_timing']['sm_mhz']}"
+    except (KeyError, TypeError, ValueError):
+        return "-"
+
+
 def render_markdown(results: Sequence[ShapeResult], meta: dict, ceiling: float) -> str:
     sim = " (SIMULATED: analytic model, no GPU)" if meta.get("simulated") else ""
     names = sorted({n for r in results for n in r.baselines.device})
@@ -199,7 +208,7 @@ def render_markdown(results: Sequence[ShapeResult], meta: dict, ceiling: float) 
              "Device time in microseconds (CUDA-graph replay, rotated inputs, median of repeats; spread = "
              "(max-min)/median). Speedup = baseline time / best kernel time.", ""]
     head = ["shape"] + names + ["best vendor", "best kernel", "spread", "TFLOP/s", "% ceiling", "vs torch",
-                                "vs best vendor", "kernel"]
+                                "vs best vendor", "kernel", "SM MHz"]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "---|" * len(head))
     for r in results:
@@ -214,6 +223,7 @@ def render_markdown(results: Sequence[ShapeResult], meta: dict, ceiling: float) 
                     _fmt(sp.get("torch"), ".3f"), _fmt(sp.get("best_vendor"), ".3f"), g.id[:8]]
         else:
             row += ["-"] * 7
+        row.append(_clock_note(r.baselines))
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
     for against in ("best_vendor", "torch"):

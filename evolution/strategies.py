@@ -1,0 +1,438 @@
+"""Baseline search strategies behind one ask/tell interface (for ablations against the
+RL-weighted evolution under the same budget).
+
+- `RandomSearch`: uniform valid genomes from `space.sample`, never the same genome id twice.
+- `OptunaTPE`: Optuna's TPE sampler through its ask/tell API. It minimises log(device time in
+  microseconds). A failed measurement (any status but "ok", or no device timing) is told as the
+  value `failure_value` (default log(1e7), i.e. as if the kernel took 10 s) rather than as a
+  FAIL trial: TPE drops FAIL trials entirely, so it would keep proposing a region that does not
+  compile; a penalty worse than any real GEMM time puts failures in TPE's "bad" group instead.
+  Pass `failure_value=None` to tell `TrialState.FAIL`.
+
+Both are deterministic given the seed and the order of ask/tell calls, and both resume exactly:
+`load_state_dict(state_dict())` on a fresh instance gives the same future asks.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import warnings
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+
+from genome import Genome, InvalidGenome, Offspring, Problem, SearchSpace
+from genome.registry import Registry
+from evaluator.api import Measurement
+
+__all__ = ["SearchStrategy", "RandomSearch", "OptunaTPE", "make_strategy", "strategy_registry",
+           "FAILURE_LOG_US", "rng_state_to_json", "rng_state_from_json"]
+
+STATE_VERSION = 1
+FAILURE_LOG_US = math.log(1e7)  # the value told for a failed kernel: as if it took 10 seconds
+
+
+@runtime_checkable
+class SearchStrategy(Protocol):
+    name: str
+
+    def ask(self, n: int) -> list[Offspring]: ...
+
+    def tell(self, offspring: Offspring, measurement: Measurement) -> None: ...
+
+    def state_dict(self) -> dict: ...
+
+    def load_state_dict(self, state: dict) -> None: ...
+
+
+def rng_state_to_json(rng: random.Random) -> list:
+    version, internal, gauss_next = rng.getstate()
+    return [version, list(internal), gauss_next]
+
+
+def rng_state_from_json(state: Sequence) -> tuple:
+    version, internal, gauss_next = state
+    return (int(version), tuple(int(v) for v in internal), None if gauss_next is None else float(gauss_next))
+
+
+def _check_n(n: int) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"ask(n): n must be a non-negative integer, got {n!r}")
+    return n
+
+
+def _check_supported(space: SearchSpace, problem: Problem, who: str) -> None:
+    reason = space.supports(problem)
+    if reason:
+        raise ValueError(f"{who}: family {space.family} cannot run problem {problem.name}: {reason}")
+
+
+def _measured_value(measurement: Measurement) -> "float | None":
+    """log(device time us) for an ok measurement, else None (failed)."""
+    if measurement.ok and measurement.time_us is not None and measurement.time_us > 0 \
+            and math.isfinite(measurement.time_us):
+        return math.log(measurement.time_us)
+    return None
+
+
+def _check_tell(offspring: Offspring, measurement: Measurement) -> str:
+    gid = offspring.genome.id
+    if measurement.genome_id != gid:
+        raise ValueError(f"measurement is of genome {measurement.genome_id}, the offspring is genome {gid}")
+    return gid
+
+
+class RandomSearch:
+    """Uniformly drawn valid genomes (`space.sample`, valid for the problem), never an id twice.
+
+    `ask(n)` retries up to `max_retries` draws per genome; if the space is exhausted it returns
+    fewer than n (possibly none)."""
+
+    name = "random_search"
+
+    def __init__(self, space: SearchSpace, problem: Problem, seed: int, max_retries: int = 1000):
+        _check_supported(space, problem, self.name)
+        if max_retries < 1:
+            raise ValueError(f"max_retries must be >= 1, got {max_retries}")
+        self.space = space
+        self.problem = problem
+        self.seed = int(seed)
+        self.max_retries = int(max_retries)
+        self._rng = random.Random(self.seed)
+        self._seen: list[str] = []
+        self._seen_set: set[str] = set()
+        self.n_asks = 0
+        self.n_told = 0
+        self.best: "tuple[float, str] | None" = None  # (log time us, genome id)
+
+    def _mark(self, gid: str) -> None:
+        if gid not in self._seen_set:
+            self._seen_set.add(gid)
+            self._seen.append(gid)
+
+    def ask(self, n: int) -> list[Offspring]:
+        out = []
+        for _ in range(_check_n(n)):
+            for attempt in range(self.max_retries):
+                genome = self.space.sample(self._rng)
+                if genome.id in self._seen_set or not self.space.is_valid(genome, self.problem):
+                    continue
+                self._mark(genome.id)
+                self.n_asks += 1
+                out.append(Offspring(genome, self.name, (), note="uniform random sample",
+                                     meta={"ask": self.n_asks - 1, "retries": attempt}))
+                break
+            else:
+                break  # exhausted: return what we have
+        return out
+
+    def tell(self, offspring: Offspring, measurement: Measurement) -> None:
+        """Record the result (a genome not asked here is also never asked later)."""
+        gid = _check_tell(offspring, measurement)
+        self._mark(gid)
+        self.n_told += 1
+        value = _measured_value(measurement)
+        if value is not None and (self.best is None or value < self.best[0]):
+            self.best = (value, gid)
+
+    def state_dict(self) -> dict:
+        return {
+            "strategy": self.name,
+            "version": STATE_VERSION,
+            "family": self.space.family,
+            "problem": self.problem.name,
+            "seed": self.seed,
+            "max_retries": self.max_retries,
+            "rng": rng_state_to_json(self._rng),
+            "seen": list(self._seen),
+            "n_asks": self.n_asks,
+            "n_told": self.n_told,
+            "best": list(self.best) if self.best else None,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        if not isinstance(state, Mapping) or state.get("strategy") != self.name:
+            raise ValueError(f"not a {self.name} state")
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"{self.name} state version {state.get('version')!r} is not {STATE_VERSION}")
+        if state["family"] != self.space.family or state["problem"] != self.problem.name:
+            raise ValueError(f"state is for {state['family']} on {state['problem']}, "
+                             f"this strategy searches {self.space.family} on {self.problem.name}")
+        self.seed = int(state["seed"])
+        self.max_retries = int(state["max_retries"])
+        self._rng = random.Random()
+        self._rng.setstate(rng_state_from_json(state["rng"]))
+        self._seen = list(state["seen"])
+        self._seen_set = set(self._seen)
+        self.n_asks = int(state["n_asks"])
+        self.n_told = int(state["n_told"])
+        self.best = (float(state["best"][0]), str(state["best"][1])) if state.get("best") else None
+
+
+class OptunaTPE:
+    """Optuna TPE (`TPESampler(seed=seed, n_startup_trials=..., multivariate=...)`, in-memory
+    study, direction minimize) over the family's parameters.
+
+    Encoding: an ordered parameter with numeric choices is an `IntDistribution` over the index of
+    its choice (TPE then models neighbourhoods: tile 128 is between 96 and 160); other parameters
+    are `CategoricalDistribution`s over their choices.
+
+    Asking: the suggested parameters are repaired (`space.repair` with an rng seeded from `seed`)
+    and normalised; the trial stands for the resulting genome, and the genome's measured value is
+    told to it (so TPE learns what its suggestion produced). If the genome was already told, the
+    trial is told that value at once and TPE is asked again; if it is still pending, the trial
+    waits for that genome's value. After `max_retries` such suggestions a random unseen genome is
+    returned instead (told to the study as an added trial). The caller never gets an id twice.
+
+    State: a journal of every study operation (ask / tell / add) plus the bookkeeping;
+    `load_state_dict` replays the journal on a fresh study with the same seed, which restores the
+    sampler's random state, so future asks are those of an uninterrupted run.
+    """
+
+    name = "optuna_tpe"
+
+    def __init__(self, space: SearchSpace, problem: Problem, seed: int, n_startup_trials: int = 10,
+                 multivariate: bool = True, max_retries: int = 50,
+                 failure_value: "float | None" = FAILURE_LOG_US):
+        _check_supported(space, problem, self.name)
+        import optuna
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self._optuna = optuna
+        if n_startup_trials < 0:
+            raise ValueError(f"n_startup_trials must be >= 0, got {n_startup_trials}")
+        if max_retries < 1:
+            raise ValueError(f"max_retries must be >= 1, got {max_retries}")
+        if failure_value is not None and not math.isfinite(failure_value):
+            raise ValueError(f"failure_value must be finite or None, got {failure_value!r}")
+        self.space = space
+        self.problem = problem
+        self.config = {"seed": int(seed), "n_startup_trials": int(n_startup_trials),
+                       "multivariate": bool(multivariate), "max_retries": int(max_retries),
+                       "failure_value": None if failure_value is None else float(failure_value)}
+        self._distributions = self._make_distributions()
+        self._fresh()
+
+    # -- encoding ------------------------------------------------------------------------------
+    def _index_encoded(self, spec) -> bool:
+        return spec.ordered and len(spec.choices) > 1 and all(
+            isinstance(c, int) and not isinstance(c, bool) for c in spec.choices)
+
+    def _make_distributions(self) -> dict:
+        d = self._optuna.distributions
+        out = {}
+        for spec in self.space.params:
+            if self._index_encoded(spec):
+                out[spec.name] = d.IntDistribution(0, len(spec.choices) - 1)
+            else:
+                out[spec.name] = d.CategoricalDistribution(list(spec.choices))
+        return out
+
+    def _decode(self, trial_params: Mapping[str, Any]) -> dict[str, Any]:
+        out = {}
+        for spec in self.space.params:
+            value = trial_params[spec.name]
+            out[spec.name] = spec.choices[int(value)] if self._index_encoded(spec) else value
+        return out
+
+    def _encode(self, genome: Genome) -> dict[str, Any]:
+        out = {}
+        for spec in self.space.params:
+            value = genome[spec.name]
+            if value not in spec.choices:
+                raise ValueError(f"genome {genome.id}: {spec.name}={value!r} is not in the space's choices")
+            out[spec.name] = spec.choices.index(value) if self._index_encoded(spec) else value
+        return out
+
+    # -- study -----------------------------------------------------------------------------------
+    def _fresh(self) -> None:
+        optuna = self._optuna
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            sampler = optuna.samplers.TPESampler(seed=self.config["seed"],
+                                                 n_startup_trials=self.config["n_startup_trials"],
+                                                 multivariate=self.config["multivariate"])
+        self._study = optuna.create_study(direction="minimize", sampler=sampler)
+        self._rng = random.Random(self.config["seed"])
+        self._journal: list[dict] = []
+        self._pending: dict[str, list[int]] = {}   # genome id -> trials waiting for its value
+        self._known: dict[str, "float | None"] = {}  # genome id -> told value (None: FAIL)
+        self._told: list[dict] = []                 # what was told, in order
+        self._asked: list[str] = []                 # genome ids handed out, in order
+        self.n_asks = 0
+
+    def _study_ask(self) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", self._optuna.exceptions.ExperimentalWarning)
+            trial = self._study.ask(self._distributions)
+        self._journal.append({"op": "ask", "trial": trial.number, "params": dict(trial.params)})
+        return trial
+
+    def _study_tell(self, number: int, value: "float | None") -> None:
+        state = self._optuna.trial.TrialState
+        if value is None:
+            self._study.tell(number, state=state.FAIL)
+        else:
+            self._study.tell(number, value)
+        self._journal.append({"op": "tell", "trial": number, "value": value})
+
+    def _study_add(self, params: Mapping[str, Any], value: "float | None") -> None:
+        state = self._optuna.trial.TrialState
+        if value is None:
+            frozen = self._optuna.trial.create_trial(params=dict(params), distributions=self._distributions,
+                                                     state=state.FAIL)
+        else:
+            frozen = self._optuna.trial.create_trial(params=dict(params), distributions=self._distributions,
+                                                     value=value)
+        self._study.add_trial(frozen)
+        self._journal.append({"op": "add", "params": dict(params), "value": value})
+
+    # -- ask / tell ------------------------------------------------------------------------------
+    def ask(self, n: int) -> list[Offspring]:
+        out = []
+        for _ in range(_check_n(n)):
+            child = self._ask_one()
+            if child is None:
+                break
+            out.append(child)
+        return out
+
+    def _ask_one(self) -> "Offspring | None":
+        failure = self.config["failure_value"]
+        for attempt in range(self.config["max_retries"]):
+            trial = self._study_ask()
+            suggested = Genome.make(self.space.family, self._decode(trial.params))
+            try:
+                genome = self.space.repair(suggested, self._rng)
+            except InvalidGenome:
+                self._study_tell(trial.number, failure)
+                continue
+            if not self.space.is_valid(genome, self.problem):
+                self._study_tell(trial.number, failure)
+                continue
+            gid = genome.id
+            if gid in self._known:
+                self._study_tell(trial.number, self._known[gid])
+                continue
+            if gid in self._pending:
+                self._pending[gid].append(trial.number)
+                continue
+            self._pending[gid] = [trial.number]
+            return self._hand_out(genome, {"trial": trial.number,
+                                           "repaired": bool(self.space.violations(suggested)),
+                                           "normalised": genome != suggested, "retries": attempt})
+        # TPE keeps proposing known genomes: fall back to a random unseen one
+        for _ in range(1000):
+            genome = self.space.sample(self._rng)
+            gid = genome.id
+            if gid in self._known or gid in self._pending or not self.space.is_valid(genome, self.problem):
+                continue
+            self._pending[gid] = []
+            return self._hand_out(genome, {"trial": None, "repaired": False, "random_fallback": True,
+                                           "retries": self.config["max_retries"]})
+        return None
+
+    def _hand_out(self, genome: Genome, meta: dict) -> Offspring:
+        self._asked.append(genome.id)
+        self.n_asks += 1
+        note = "TPE suggestion" + (" (repaired)" if meta.get("repaired") else "")
+        if meta.get("random_fallback"):
+            note = "random genome (TPE proposed only known genomes)"
+        return Offspring(genome, self.name, (), note=note, meta=meta)
+
+    def tell(self, offspring: Offspring, measurement: Measurement) -> None:
+        """Tell the value of a genome: to every trial waiting for it, or as a new trial if it was
+        not asked here (e.g. a seed genome measured elsewhere). Telling a genome twice is an error."""
+        gid = _check_tell(offspring, measurement)
+        if gid in self._known:
+            raise ValueError(f"genome {gid} was already told to {self.name}")
+        measured = _measured_value(measurement)
+        value = measured if measured is not None else self.config["failure_value"]
+        trials = self._pending.pop(gid, None)
+        if trials:
+            for number in trials:
+                self._study_tell(number, value)
+        else:  # a fallback genome or one not asked here: add it as a finished trial
+            self._study_add(self._encode(offspring.genome), value)
+        self._known[gid] = value
+        self._told.append({"genome_id": gid, "params": offspring.genome.param_dict, "value": value,
+                           "status": measurement.status})
+
+    @property
+    def best(self) -> "tuple[float, str] | None":
+        """(value, genome id) of the best told genome (value = log time us)."""
+        finite = [(v, g) for g, v in self._known.items() if v is not None]
+        return min(finite) if finite else None
+
+    # -- persistence -----------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {
+            "strategy": self.name,
+            "version": STATE_VERSION,
+            "family": self.space.family,
+            "problem": self.problem.name,
+            "config": dict(self.config),
+            "journal": [dict(e) for e in self._journal],
+            "rng": rng_state_to_json(self._rng),
+            "pending": {g: list(t) for g, t in self._pending.items()},
+            "known": dict(self._known),
+            "told": [dict(t) for t in self._told],
+            "asked": list(self._asked),
+            "n_asks": self.n_asks,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Rebuild by replaying the journal on a fresh study with the state's seed and settings."""
+        if not isinstance(state, Mapping) or state.get("strategy") != self.name:
+            raise ValueError(f"not a {self.name} state")
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"{self.name} state version {state.get('version')!r} is not {STATE_VERSION}")
+        if state["family"] != self.space.family or state["problem"] != self.problem.name:
+            raise ValueError(f"state is for {state['family']} on {state['problem']}, "
+                             f"this strategy searches {self.space.family} on {self.problem.name}")
+        self.config = dict(state["config"])
+        self._fresh()
+        for i, event in enumerate(state["journal"]):
+            op = event["op"]
+            if op == "ask":
+                trial = self._study_ask()
+                if trial.number != event["trial"] or dict(trial.params) != dict(event["params"]):
+                    raise ValueError(f"{self.name} replay diverged at journal entry {i}: the study proposed "
+                                     f"{dict(trial.params)} (trial {trial.number}), the state recorded "
+                                     f"{event['params']} (trial {event['trial']}); was it saved by another "
+                                     "optuna version?")
+            elif op == "tell":
+                self._study_tell(int(event["trial"]), event["value"])
+            elif op == "add":
+                self._study_add(event["params"], event["value"])
+            else:
+                raise ValueError(f"unknown journal operation {op!r} in {self.name} state")
+        self._rng.setstate(rng_state_from_json(state["rng"]))
+        self._pending = {g: [int(t) for t in ts] for g, ts in state["pending"].items()}
+        self._known = {g: (None if v is None else float(v)) for g, v in state["known"].items()}
+        self._told = [dict(t) for t in state["told"]]
+        self._asked = list(state["asked"])
+        self.n_asks = int(state["n_asks"])
+
+
+def strategy_registry() -> Registry:
+    """A fresh registry of the built-in search strategies."""
+    return Registry("search strategy", {RandomSearch.name: RandomSearch, OptunaTPE.name: OptunaTPE})
+
+
+def make_strategy(name: str, space: SearchSpace, problem: Problem, seed: int, **params: Any) -> SearchStrategy:
+    """Build a strategy by name ("random_search", "optuna_tpe") or import path; unknown
+    parameters raise ValueError naming them and the allowed ones."""
+    import inspect
+    factory = strategy_registry().resolve(name)
+    try:
+        sig = inspect.signature(factory)
+    except (TypeError, ValueError):
+        sig = None
+    if sig is not None and not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        allowed = [p for p, v in sig.parameters.items()
+                   if v.kind in (v.KEYWORD_ONLY, v.POSITIONAL_OR_KEYWORD)
+                   and p not in ("self", "space", "problem", "seed")]
+        for key in params:
+            if key not in allowed:
+                raise ValueError(f"search strategy {name!r} has no parameter {key!r}; "
+                                 f"allowed: {', '.join(allowed) or '(none)'}")
+    return factory(space, problem, seed, **params)

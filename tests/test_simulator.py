@@ -1,0 +1,401 @@
+"""The analytic simulator (evaluator/simulator.py): sanity of the model, vendor baselines against
+the MEASURE.md reference table, the Evaluator contract, deterministic noise, and calibration."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+
+import numpy as np
+import pytest
+
+from evaluator.api import STATUS_INVALID, STATUS_OK, STATUS_UNSUPPORTED, BaselineSet, Evaluator, Timing
+from evaluator.simulator import (DEFAULT_CALIBRATION, FIT_BOUNDS, SimParams, SimulatedEvaluator, calibrate_file,
+                                 fit_calibration, load_calibration, resolve_calibration, save_calibration,
+                                 simulate_baselines, simulate_breakdown, simulate_time_us, spearman,
+                                 vendor_configs)
+from genome import Genome, Problem, get_space
+
+FAMILY = "sm90_cutlass"
+
+
+def make(**changes) -> Genome:
+    params = {"schedule": "cooperative", "tile_m": 128, "tile_n": 256, "tile_k": 64, "cluster_m": 2,
+              "cluster_n": 1, "stages": 0, "epilogue": "tma", "scheduler": "persistent", "raster": "heuristic",
+              "swizzle": 1, "splits": 1, "decomposition": "heuristic", "reduction": "deterministic"}
+    params.update(changes)
+    return Genome.make(FAMILY, params)
+
+
+SP = SimParams()
+
+# MEASURE.md reference figures: (torch.matmul best layout, best vendor), device time in us
+REFERENCE = {
+    "128x128x128": (2.1, 2.1),
+    "1024x1024x1024": (5.9, 5.6),
+    "128x4096x4096": (13.1, 12.9),
+    "2048x2048x2048": (24.6, 24.0),
+    "8192x8192x1024": (193, 177),
+    "8192x8192x8192": (1427, 1392),
+    "512x8192x28672": (362, 306),
+    "12288x12288x12288": (5369, 5067),
+}
+
+
+# -- model sanity -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("genome", [
+    make(),
+    make(schedule="pingpong", tile_m=64, tile_n=128, cluster_m=1),
+    make(tile_n=128, scheduler="streamk"),
+    make(tile_n=64, scheduler="streamk", splits=4),
+    make(schedule="pingpong", tile_m=64, tile_n=16, cluster_m=1, epilogue="nosmem", stages=2),
+])
+@pytest.mark.parametrize("mn", [(128, 128), (1024, 4096), (8192, 8192)])
+def test_more_k_takes_longer(genome, mn):
+    m, n = mn
+    times = [simulate_time_us(genome, Problem(m, n, k), SP) for k in (256, 512, 1024, 2048, 4096, 8192, 16384)]
+    assert all(b > a for a, b in zip(times, times[1:])), times
+
+
+def test_bigger_problem_takes_longer_and_tflops_are_plausible():
+    g = make()
+    small = simulate_time_us(g, "1024x1024x1024", SP)
+    big = simulate_time_us(g, "8192x8192x8192", SP)
+    assert big > 50 * small
+    tflops = Problem(8192, 8192, 8192).flops / big / 1e6
+    assert 500 < tflops < 989  # below the datasheet peak, near the ~790 measured
+
+
+def test_large_tile_beats_tiny_tile_on_8192_cubed():
+    good = simulate_time_us(make(), "8192x8192x8192", SP)
+    tiny = simulate_time_us(make(schedule="pingpong", tile_m=64, tile_n=16, cluster_m=1), "8192x8192x8192", SP)
+    assert good * 2 < tiny
+
+
+def test_two_stages_expose_latency_and_epilogue_and_cluster_effects():
+    p = "4096x4096x4096"
+    auto = simulate_time_us(make(), p, SP)
+    assert simulate_time_us(make(stages=2), p, SP) > auto * 1.02
+    assert simulate_time_us(make(cluster_m=1), p, SP) > auto  # no B multicast: more L2 traffic
+    # ping-pong hides most of the epilogue: its share of time is smaller than cooperative's
+    bd = simulate_breakdown(make(schedule="pingpong", tile_m=64, cluster_m=1, tile_n=128), "8192x8192x512", SP)
+    assert bd.epilogue_us > 0
+
+
+def test_raster_and_swizzle_matter_a_little_for_problems_beyond_l2():
+    default = simulate_time_us(make(), "8192x8192x8192", SP)
+    best = min(simulate_time_us(make(raster=r, swizzle=s), "8192x8192x8192", SP)
+               for r in ("along_m", "along_n") for s in (2, 4, 8))
+    assert 0.88 * default < best < 0.995 * default
+    # a problem that fits in L2 does not care
+    small = [simulate_time_us(make(raster=r, swizzle=s), "2048x2048x2048", SP)
+             for r in ("heuristic", "along_m", "along_n") for s in (1, 8)]
+    assert max(small) / min(small) < 1.01
+
+
+def test_cluster_reduces_usable_sms_when_size_does_not_divide_gpcs():
+    one = simulate_breakdown(make(cluster_m=1, cluster_n=1), "8192x8192x8192", SP)
+    eight = simulate_breakdown(make(cluster_m=4, cluster_n=2), "8192x8192x8192", SP)
+    assert one.ctas == 132
+    assert eight.ctas < 132
+
+
+def test_split_k_and_stream_k_help_small_mn_with_large_k():
+    p = "64x64x4096"
+    plain = simulate_time_us(make(tile_n=64, cluster_m=1), p, SP)
+    split = simulate_time_us(make(tile_n=64, cluster_m=1, scheduler="streamk", splits=8), p, SP)
+    assert split < plain
+    big = "8192x8192x8192"  # ...but split-K of a large problem only adds reduction traffic
+    assert simulate_time_us(make(scheduler="streamk", splits=2), big, SP) > simulate_time_us(make(), big, SP)
+
+
+def test_h100_is_slower_than_h200_on_a_memory_bound_shape():
+    g = make(schedule="pingpong", tile_m=64, tile_n=128, cluster_m=1)
+    assert simulate_time_us(g, "128x28672x4096", SP, "h100") > simulate_time_us(g, "128x28672x4096", SP, "h200")
+
+
+def test_tiny_shapes_floor_near_three_microseconds_for_cutlass():
+    space = get_space(FAMILY)
+    rng = random.Random(1)
+    p = Problem(128, 128, 128)
+    times = []
+    for _ in range(300):
+        g = space.sample(rng)
+        if space.is_valid(g, p):
+            times.append(simulate_time_us(g, p, SP))
+    assert 2.6 < min(times) < 3.4
+
+
+# -- vendor baselines -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", sorted(REFERENCE))
+def test_baselines_near_measure_md_reference(shape):
+    torch_ref, best_ref = REFERENCE[shape]
+    b = simulate_baselines(shape, SP)
+    assert isinstance(b, BaselineSet) and b.simulated
+    assert set(b.device) == {"torch_tn", "torch_nn", "cublaslt_heuristic", "cublaslt_autotuned"}
+    assert all(isinstance(t, Timing) for t in b.device.values())
+    _, best = b.best("device")
+    assert best == b.device["cublaslt_autotuned"].median_us  # autotuning never loses to the heuristic
+    assert abs(best / best_ref - 1) < 0.25, (shape, best, best_ref)
+    assert abs(b.torch_us() / torch_ref - 1) < 0.25, (shape, b.torch_us(), torch_ref)
+    assert best >= 2.0  # the vendor floor on tiny shapes
+    for mode in ("server", "call"):
+        assert getattr(b, mode)["cublaslt_autotuned"].median_us > best
+
+
+def test_vendor_beats_cutlass_on_tiny_shapes_and_configs_are_valid():
+    space = get_space(FAMILY)
+    for cfg in vendor_configs():
+        assert not space.violations(Genome.make(FAMILY, cfg)), cfg
+    vendor = simulate_baselines("128x128x128", SP).best_vendor_us
+    cutlass = min(simulate_time_us(Genome.make(FAMILY, c), "128x128x128", SP) for c in vendor_configs())
+    assert vendor < cutlass - 0.5
+
+
+def test_baselines_for_unaligned_shape():
+    b = simulate_baselines("1000x999x1001", SP)
+    assert b.best_vendor_us > 0 and b.simulated
+
+
+# -- the Evaluator contract ---------------------------------------------------------------------
+
+def test_evaluator_protocol_and_measurements():
+    ev = SimulatedEvaluator()
+    assert isinstance(ev, Evaluator)
+    assert ev.simulated is True
+    assert "simulated" in ev.describe() and "H200" in ev.describe()
+    p = Problem(4096, 4096, 4096)
+    (m,) = ev.evaluate([make()], p)
+    assert m.status == STATUS_OK and m.ok and m.simulated
+    assert m.problem == p.name and m.genome_id == make().id
+    assert m.device.min_us <= m.device.median_us <= m.device.max_us
+    assert m.server.median_us > m.device.median_us
+    assert m.call.median_us == pytest.approx(m.device.median_us + 5.0, rel=1e-9)
+    assert 1e-4 < m.rel_error < 5e-4
+    assert m.device.median_us == pytest.approx(ev.predict_us(make(), p))
+    assert ev.baselines(p).simulated
+    ev.close()
+
+
+def test_invalid_genomes_name_the_rule():
+    ev = SimulatedEvaluator()
+    bad_coop = make(schedule="cooperative", tile_m=64, tile_n=64, cluster_m=1)
+    bad_regs = make(tile_m=256, tile_n=256, cluster_m=1)
+    good = make()
+    ms = ev.evaluate([bad_coop, bad_regs, good], Problem(1024, 1024, 1024))
+    assert [m.status for m in ms] == [STATUS_INVALID, STATUS_INVALID, STATUS_OK]
+    assert "cooperative-tile-m" in ms[0].reason
+    assert "accumulator-registers" in ms[1].reason
+    assert all(m.simulated for m in ms) and ms[0].device is None
+    (unaligned,) = ev.evaluate([good], Problem(1024, 1024, 1001))
+    assert unaligned.status == STATUS_INVALID and "tma-alignment" in unaligned.reason
+    (other,) = ev.evaluate([Genome.make("sm80_cute", {"tile_m": 128})], Problem(1024, 1024, 1024))
+    assert other.status == STATUS_UNSUPPORTED
+
+
+def test_noise_is_reproducible_and_order_independent():
+    space = get_space(FAMILY)
+    rng = random.Random(5)
+    p = Problem(2048, 4096, 1024)
+    gs = [g for g in (space.sample(rng) for _ in range(40)) if space.is_valid(g, p)]
+    a = {m.genome_id: m.device.median_us for m in SimulatedEvaluator(noise=0.1, seed=7).evaluate(gs, p)}
+    b = {m.genome_id: m.device.median_us for m in SimulatedEvaluator(noise=0.1, seed=7).evaluate(gs[::-1], p)}
+    ev = SimulatedEvaluator(noise=0.1, seed=7)
+    c = {g.id: ev.evaluate([g], p)[0].device.median_us for g in gs}
+    assert a == b == c
+    other = {m.genome_id: m.device.median_us for m in SimulatedEvaluator(noise=0.1, seed=8).evaluate(gs, p)}
+    assert other != a
+    clean = SimulatedEvaluator()
+    ratios = np.array([a[g.id] / clean.predict_us(g, p) for g in gs])
+    assert 0.02 < np.std(np.log(ratios)) < 0.25  # it is noise of about the requested size
+    # the global random state is neither used nor disturbed
+    random.seed(123)
+    before = random.random()
+    random.seed(123)
+    SimulatedEvaluator(noise=0.1, seed=7).evaluate(gs, p)
+    assert random.random() == before
+    assert SimulatedEvaluator().evaluate(gs[:1], p)[0].device.median_us == pytest.approx(clean.predict_us(gs[0], p))
+
+
+def test_thousand_evaluations_are_fast():
+    space = get_space(FAMILY)
+    rng = random.Random(0)
+    gs = [space.sample(rng) for _ in range(250)]
+    problems = [Problem(4096, 4096, 4096), Problem(128, 4096, 4096), Problem(1000, 1000, 1000), Problem(8192, 64, 8192)]
+    ev = SimulatedEvaluator(noise=0.05)
+    start = time.perf_counter()
+    n = sum(len(ev.evaluate(gs, p)) for p in problems)
+    elapsed = time.perf_counter() - start
+    assert n == 1000
+    assert elapsed < 1.0, elapsed
+
+
+# -- calibration ------------------------------------------------------------------------------
+
+def test_default_calibration_file_loads_and_is_the_default():
+    params, meta = load_calibration(DEFAULT_CALIBRATION)
+    assert "h200-measured-public.json" in meta["source"] and meta["records"] >= 50
+    assert resolve_calibration(None)[0] == params
+    assert "calibration h200" in SimulatedEvaluator().describe()
+    assert "calibration custom" in SimulatedEvaluator(calibration=SimParams()).describe()
+    assert "H100" in SimulatedEvaluator(device="h100").describe()
+    with pytest.raises(ValueError):
+        SimulatedEvaluator(device="a100")
+
+
+def test_calibration_file_rejects_unknown_fields(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"format": "evogemm-simparams", "version": 1, "params": {"warp_speed": 9}}))
+    with pytest.raises(ValueError, match="warp_speed"):
+        load_calibration(path)
+    path.write_text(json.dumps({"params": {}}))
+    with pytest.raises(ValueError, match="format"):
+        load_calibration(path)
+
+
+def test_spearman_matches_scipy_with_ties():
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        n = int(rng.integers(5, 60))
+        x = rng.integers(0, 8, size=n).astype(float)  # many ties
+        y = x * rng.normal(1, 0.5, size=n) + rng.integers(0, 4, size=n)
+        assert spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
+    x = rng.normal(size=100)
+    assert spearman(x, x) == pytest.approx(1.0)
+    assert spearman(x, -x) == pytest.approx(-1.0)
+    assert math.isnan(spearman([1, 1, 1], [1, 2, 3]))
+
+
+def _synthetic_records(truth: SimParams, n: int, seed: int):
+    space = get_space(FAMILY)
+    rng = random.Random(seed)
+    shapes = [Problem(*s) for s in ((128, 128, 128), (1024, 1024, 1024), (128, 4096, 4096), (2048, 2048, 2048),
+                                     (4096, 4096, 4096), (8192, 8192, 1024), (512, 8192, 8192), (64, 64, 4096),
+                                     (8192, 8192, 8192), (1000, 1000, 1000))]
+    out = []
+    while len(out) < n:
+        g = space.sample(rng)
+        p = rng.choice(shapes)
+        if space.is_valid(g, p):
+            out.append((g.to_dict(), p.name, simulate_time_us(g, p, truth)))
+    return out
+
+
+TRUTH = SimParams(mma_clock_efficiency=0.78, k_iter_overhead_clk=90.0, launch_us=2.6, dram_interference=0.4,
+                  epilogue_bytes_per_clk=30.0, streamk_fixup_us=1.2)
+
+
+def test_fit_calibration_recovers_a_model_of_synthetic_data():
+    records = _synthetic_records(TRUTH, 80, seed=11)
+    times = np.array([t for _, _, t in records])
+    start = SimParams()
+    fields = ["mma_clock_efficiency", "k_iter_overhead_clk", "launch_us", "dram_interference",
+              "epilogue_bytes_per_clk", "streamk_fixup_us"]
+
+    def mean_abs_log_error(sp):
+        pred = np.array([simulate_time_us(Genome.from_dict(g), p, sp) for g, p, _ in records])
+        return float(np.mean(np.abs(np.log(pred / times)))), pred
+
+    before, _ = mean_abs_log_error(start)
+    fitted = fit_calibration(records, start, fields=fields, max_evals=600)
+    after, pred = mean_abs_log_error(fitted)
+    assert spearman(pred, times) > 0.9
+    assert after < 0.5 * before
+    assert fitted.mma_clock_efficiency == pytest.approx(TRUTH.mma_clock_efficiency, rel=0.15)
+    for name in set(FIT_BOUNDS) - set(fields):  # untouched fields stay put
+        assert getattr(fitted, name) == getattr(start, name)
+
+
+def test_fit_calibration_without_scipy_uses_coordinate_search(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_scipy(name, *args, **kwargs):
+        if name.startswith("scipy"):
+            raise ImportError("no scipy here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_scipy)
+    records = _synthetic_records(TRUTH, 40, seed=3)
+    times = np.array([t for _, _, t in records])
+    fitted = fit_calibration(records, SimParams(), fields=["mma_clock_efficiency", "launch_us"], max_evals=150)
+    pred = np.array([simulate_time_us(Genome.from_dict(g), p, fitted) for g, p, _ in records])
+    err0 = np.mean(np.abs(np.log(np.array([simulate_time_us(Genome.from_dict(g), p, SimParams())
+                                           for g, p, _ in records]) / times)))
+    assert np.mean(np.abs(np.log(pred / times))) < err0
+
+
+def test_calibrate_file_round_trip(tmp_path):
+    records = [{"genome": g, "problem": p, "time_us": t} for g, p, t in _synthetic_records(TRUTH, 30, seed=4)]
+    records.append({"genome": make(tile_m=256, tile_n=256).to_dict(), "problem": "1024x1024x1024", "time_us": 9.0})
+    src = tmp_path / "measurements.json"
+    src.write_text(json.dumps(records))
+    out = tmp_path / "calib" / "fitted.json"
+    report = calibrate_file(src, out, start=SimParams(),
+                            fields=["mma_clock_efficiency", "launch_us", "k_iter_overhead_clk"], max_evals=200)
+    assert report["records"] == 30 and report["skipped"] == 1
+    assert report["spearman_after"] >= report["spearman_before"] - 1e-9
+    assert report["mean_abs_log_error_after"] <= report["mean_abs_log_error_before"]
+    params, meta = load_calibration(out)
+    for key in ("source", "date", "records", "spearman_before", "spearman_after", "mean_abs_log_error_before",
+                "mean_abs_log_error_after", "fitted"):
+        assert key in meta
+    assert meta["source"] == str(src)
+    ev = SimulatedEvaluator(calibration=out)
+    assert "calibration fitted" in ev.describe()
+    assert ev.params == params
+    # save -> load is exact up to the 6 significant digits written
+    again = tmp_path / "again.json"
+    save_calibration(params, again, meta)
+    assert load_calibration(again)[0] == params
+
+
+def test_direct_prediction_refuses_invalid_genomes():
+    from genome import InvalidGenome
+
+    with pytest.raises(InvalidGenome, match="cooperative-tile-m"):
+        simulate_time_us(make(tile_m=64, tile_n=64, cluster_m=1), "1024x1024x1024", SP)
+    # a plain param dict works too
+    assert simulate_time_us(make().param_dict, "1024x1024x1024", SP) == simulate_time_us(make(), "1024x1024x1024", SP)
+
+
+def test_factory_builds_the_simulator_with_its_options():
+    factory = pytest.importorskip("evaluator.factory")
+    ev = factory.make_evaluator("simulator", seed=3, noise=0.02, cache_dir="/nonexistent", timing={})
+    assert ev.simulated and isinstance(ev, SimulatedEvaluator)
+    assert ev.seed == 3 and ev.noise == 0.02
+
+
+def test_cli(tmp_path, capsys):
+    from evaluator.simulator import main
+
+    gpath = make().save(tmp_path / "g.json")
+    assert main(["predict", str(gpath), "2048x2048x2048"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["simulated"] is True and out["total_us"] > 0
+    assert main(["baselines", "2048x2048x2048"]) == 0
+    assert json.loads(capsys.readouterr().out)["simulated"] is True
+    src = tmp_path / "m.json"
+    src.write_text(json.dumps([{"genome": g, "problem": p, "time_us": t}
+                               for g, p, t in _synthetic_records(TRUTH, 10, seed=9)]))
+    assert main(["calibrate", str(src), str(tmp_path / "c.json"), "--max-evals", "30"]) == 0
+    assert json.loads(capsys.readouterr().out)["records"] == 10
+    assert load_calibration(tmp_path / "c.json")[1]["records"] == 10
+
+
+def test_shipped_calibration_ranks_measured_h200_kernels():
+    """The default calibration against the H200 measurements kept in the repository: the search
+    relies on ranking kernels within a shape, so check that as well as the pooled correlation."""
+    from evaluator.simulator import _load_records, rank_report
+    measured = DEFAULT_CALIBRATION.parent / "h200-measured-public.json"
+    report = rank_report(_load_records(measured), load_calibration(DEFAULT_CALIBRATION)[0])
+    assert report["pairs"] >= 800 and report["shapes"] == 28
+    assert report["spearman_pooled"] > 0.95
+    assert report["spearman_within_shape_mean"] > 0.7
+    assert report["mean_abs_log_error"] < 0.25
