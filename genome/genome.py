@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -98,7 +99,7 @@ class Genome:
             "patches": [{"block": p.block, "code": p.code} for p in sorted(self.patches, key=lambda p: p.block)],
         }
 
-    @property
+    @cached_property
     def id(self) -> str:
         blob = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]

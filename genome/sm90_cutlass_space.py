@@ -49,6 +49,10 @@ DECOMPOSITION_CODES = {"heuristic": 0, "data_parallel": 1, "split_k": 2, "stream
 REDUCTION_CODES = {"deterministic": 0, "nondeterministic": 1}
 
 
+def _choices(name: str) -> tuple:
+    return next(spec.choices for spec in PARAMS if spec.name == name)
+
+
 def epilogue_tile(p: Mapping[str, Any]) -> tuple[int, int]:
     """The epilogue subtile CUTLASS's EpilogueTileAuto picks (sm90_compute_tile_shape_or_override)."""
     from math import gcd
@@ -161,7 +165,7 @@ def _fix_acc_registers(p: Params, rng: random.Random) -> Params:
     if p["tile_m"] > 64 and (p["tile_m"] >= p["tile_n"] or rng.random() < 0.5):
         p["tile_m"] //= 2
     else:
-        smaller = [n for n in PARAMS[2].choices if n < p["tile_n"]]
+        smaller = [n for n in _choices("tile_n") if n < p["tile_n"]]
         p["tile_n"] = smaller[-1] if smaller else p["tile_n"]
     return p
 
@@ -181,9 +185,8 @@ def _smem_capacity(p):
 def _fix_smem_capacity(p: Params, rng: random.Random) -> Params:
     fit = max_stages(p)
     if fit >= 2:
-        p["stages"] = max(s for s in PARAMS[6].choices if s == 0 or s <= fit) if p["stages"] else 0
-        if p["stages"] and p["stages"] > fit:
-            p["stages"] = 0
+        # explicit stages that do not fit: the most that do (never 0 = auto, which is a choice of its own)
+        p["stages"] = max(s for s in _choices("stages") if 2 <= s <= fit) if p["stages"] else 0
     elif p["tile_k"] > 32:
         p["tile_k"] //= 2
     else:

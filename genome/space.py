@@ -224,11 +224,13 @@ class SearchSpace:
         return {p.name: p.choices[0] for p in self.params}
 
     def sample(self, rng: random.Random, max_tries: int = 1000) -> Genome:
-        """A uniformly drawn valid genome (rejection sampling, then repair)."""
+        """A valid genome drawn uniformly over distinct (canonical) genomes: rejection sampling
+        keeps only draws that are already in canonical form, so a genome that several raw
+        parameter combinations normalise to is not drawn more often; repair as a last resort."""
         for _ in range(max_tries):
             params = {p.name: rng.choice(p.choices) for p in self.params}
-            if not self._violations(params):
-                return Genome.make(self.family, self._normalise(params))
+            if not self._violations(params) and self._normalise(dict(params)) == params:
+                return Genome.make(self.family, params)
         return self.repair(Genome.make(self.family, params), rng)
 
     def mutate(self, genome: Genome, rng: random.Random, n_changes: int = 1,
