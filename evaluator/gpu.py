@@ -44,6 +44,7 @@ class Worker:
     info: dict = field(default_factory=dict)
     _lines: "queue.Queue[str | None]" = field(default_factory=queue.Queue)
     log_path: "Path | None" = None
+    module: str = "evaluator.gpu_worker"  # the worker program (tests substitute a fake one)
 
     def start(self) -> None:
         env = dict(os.environ)
@@ -51,7 +52,7 @@ class Worker:
         env["PYTHONUNBUFFERED"] = "1"
         env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         stderr = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        self.proc = subprocess.Popen([sys.executable, "-m", "evaluator.gpu_worker"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", self.module], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=stderr, text=True, env=env,
                                      start_new_session=True)
         self._lines = queue.Queue()
@@ -149,13 +150,14 @@ class MeasureResult:
 class WorkerPool:
     """Runs measure requests on a worker, surviving kernels that kill it."""
 
-    def __init__(self, gpu: int = 0, silence_timeout_s: float = 60.0, log_dir: "Path | None" = None):
+    def __init__(self, gpu: int = 0, silence_timeout_s: float = 60.0, log_dir: "Path | None" = None,
+                 worker_module: str = "evaluator.gpu_worker"):
         self.silence_timeout_s = silence_timeout_s
         log = None
         if log_dir:
             Path(log_dir).mkdir(parents=True, exist_ok=True)
             log = Path(log_dir) / f"gpu{gpu}-worker.log"
-        self.worker = Worker(gpu=gpu, log_path=log)
+        self.worker = Worker(gpu=gpu, log_path=log, module=worker_module)
         self.restarts = 0
 
     def measure(self, problem: Problem, kernels: list[dict], baselines: Sequence[str], modes: Sequence[str],

@@ -232,6 +232,9 @@ def render_markdown(results: Sequence[ShapeResult], meta: dict, ceiling: float) 
             lines.append(f"- vs {against}: geomean {a['geomean']:.3f}x, arithmetic mean {a['mean']:.3f}x, "
                          f"wins {a['wins']}/{a['shapes']}, worst {a['worst']:.3f}x ({a['worst_shape']}), "
                          f"best {a['best']:.3f}x")
+    if meta.get("simulated"):
+        lines.append("- SIMULATED: no kernel ran and no output was checked; times are the analytic model's")
+        return "\n".join(lines) + "\n"
     errs = {}
     for r in results:
         for n, e in r.baselines.rel_error.items():
@@ -330,7 +333,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     meta = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "device": device,
             "simulated": bool(evaluator.simulated), "command": "evogemm " + " ".join(sys.argv[1:]),
             "n_kernels": len(kernels), "host": platform.node(), "timing": timing, "modes": list(modes),
-            "timing_note": "graph replay, >=3x L2 rotation, >=1 s warm-up, interleaved; " + json.dumps(timing)}
+            "timing_note": ("analytic model (simulated), no timing" if evaluator.simulated else
+                            "graph replay, >=3x L2 rotation, >=1 s warm-up, interleaved; " + json.dumps(timing))}
     paths = write_outputs(results, Path(args.out), meta, args.ceiling)
     print()
     print(paths["md"].read_text())

@@ -1,0 +1,76 @@
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments.bench import BenchError, aggregate, geomean, load_kernels, load_suite, run_bench
+from evaluator.simulator import SimulatedEvaluator
+from genome import Genome, Problem
+
+REPO = Path(__file__).resolve().parent.parent
+SUITE = REPO / "experiments" / "suites" / "public.yaml"
+
+
+def test_load_suite_groups_and_errors(tmp_path):
+    all_shapes = load_suite(SUITE)
+    assert len(all_shapes) == 28 and Problem(96, 3072, 768) in all_shapes
+    assert len(load_suite(SUITE, ["odd"])) == 3
+    with pytest.raises(BenchError, match="no group"):
+        load_suite(SUITE, ["nope"])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("shapes: [[1, 2]]\n")
+    with pytest.raises(BenchError, match="bad shape"):
+        load_suite(bad)
+    with pytest.raises(BenchError, match="not found"):
+        load_suite(tmp_path / "missing.yaml")
+
+
+def test_load_kernels_from_files_folders_and_campaign_dirs(tmp_path):
+    folder = REPO / "experiments" / "genomes"
+    kernels = load_kernels([folder])
+    assert len(kernels) == len(list(folder.glob("*.json")))
+    hof = tmp_path / "campaign" / "hall_of_fame"
+    hof.mkdir(parents=True)
+    g = kernels[0]
+    (hof / "64x64x64.json").write_text(json.dumps([{"genome": g.to_dict(), "measurement": {"status": "ok"}}]))
+    assert [k.id for k in load_kernels([tmp_path / "campaign"])] == [g.id]
+    (tmp_path / "junk.json").write_text('{"nothing": 1}')
+    with pytest.raises(BenchError, match="holds no genome"):
+        load_kernels([tmp_path / "junk.json"])
+
+
+def test_geomean_and_aggregate_arithmetic():
+    assert geomean([2.0, 0.5]) == pytest.approx(1.0)
+    assert geomean([4.0]) == pytest.approx(4.0)
+
+
+def test_simulated_bench_end_to_end(tmp_path):
+    out = tmp_path / "bench"
+    proc = subprocess.run([sys.executable, "-m", "experiments.cli", "bench", "--suite", str(SUITE), "--groups", "odd",
+                           "--shapes", "1000x1000x1001", "--kernels", str(REPO / "experiments" / "genomes"),
+                           "--backend", "simulator", "--out", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "SIMULATED" in proc.stdout
+    md = (out / "bench.md").read_text()
+    assert "SIMULATED" in md and "geomean" in md and "no output was checked" in md
+    data = json.loads((out / "bench.json").read_text())
+    assert data["meta"]["simulated"] is True and len(data["shapes"]) == 4
+    unaligned = [s for s in data["shapes"] if s["problem"] == "1000x1000x1001"][0]
+    assert unaligned["kernels"] == [] and unaligned["best"] is None  # every sm90 genome refuses K=1001
+    rows = list(csv.DictReader((out / "bench.csv").open()))
+    assert rows and all(r["simulated"] == "True" for r in rows)
+    agg = data["aggregate"]["best_vendor"]
+    assert agg["shapes"] == 3 and agg["geomean"] > 0 and 0 <= agg["wins"] <= 3
+
+
+def test_run_bench_speedups_are_baseline_over_kernel():
+    ev = SimulatedEvaluator()
+    kernels = load_kernels([REPO / "experiments" / "genomes"])
+    [res] = run_bench([Problem(2048, 2048, 2048)], kernels, ev, progress=lambda s: None)
+    best = res.best()
+    assert best is not None
+    assert res.speedups()["best_vendor"] == pytest.approx(res.baselines.best_vendor_us / best[1].time_us)
+    assert aggregate([res])["geomean"] == pytest.approx(res.speedups()["best_vendor"])
