@@ -31,8 +31,11 @@ def gpu_available() -> "tuple[bool, str]":
         if err == driver.CUresult.CUDA_SUCCESS and major < 9:
             return False, f"GPU 0 has compute capability {major}.x; sm90_cutlass kernels need 9.0 (Hopper)"
         return True, f"{count} CUDA device(s)"
-    except Exception as exc:  # a broken driver install must not crash the CLI
-        return False, f"CUDA driver query failed: {exc}"
+    except Exception as exc:  # a missing or broken driver must not crash the CLI
+        text = str(exc)
+        if "driver library" in text or "libcuda" in text:
+            return False, "no NVIDIA driver (libcuda.so) on this machine"
+        return False, f"CUDA driver query failed: {text}"
 
 
 def make_evaluator(backend: str = "auto", **options: Any) -> Evaluator:

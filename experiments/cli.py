@@ -137,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Modules that add their own sub-commands through `register(subparsers)`.
-COMMAND_MODULES: tuple[str, ...] = ("experiments.bench",)
+COMMAND_MODULES: tuple[str, ...] = ("experiments.bench", "experiments.campaign_cli")
 
 
 def main(argv: "Sequence[str] | None" = None) -> int:
