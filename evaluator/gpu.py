@@ -216,23 +216,26 @@ class GpuEvaluator:
         self.timing = dict(timing or {})
         self.modes = tuple(modes)
         self.baseline_names = tuple(baselines)
-        self._calls = 0
         self._baselines: dict[str, BaselineSet] = {}
 
     def describe(self) -> str:
         info = self.pool.info()
         return f"{info.get('device', 'GPU')} ({info.get('sm_count')} SMs, torch {info.get('torch')}, CUDA {info.get('cuda')})"
 
-    def _next_seed(self) -> int:
-        self._calls += 1
-        return (self.seed * 1_000_003 + self._calls) % (1 << 31)
+    def _seed_for(self, problem: Problem, ids: Sequence[str]) -> int:
+        """Inputs of a measurement depend on (campaign seed, problem, what is measured), not on
+        call history, so a resumed campaign checks a kernel on the same inputs."""
+        import hashlib
+        blob = json.dumps([self.seed, problem.name, sorted(ids)]).encode()
+        return int.from_bytes(hashlib.sha256(blob).digest()[:4], "little") >> 1
 
     def build(self, genomes: Sequence[Genome], progress=None) -> list[BuildResult]:
         return self.compiler.build_many(genomes, progress=progress)
 
     def baselines(self, problem: Problem) -> BaselineSet:
         if problem.name not in self._baselines:
-            result = self.pool.measure(problem, [], self.baseline_names, self.modes, self.timing, self._next_seed())
+            result = self.pool.measure(problem, [], self.baseline_names, self.modes, self.timing,
+                                       self._seed_for(problem, self.baseline_names))
             self._baselines[problem.name] = baseline_set(problem, result)
         return self._baselines[problem.name]
 
@@ -261,7 +264,8 @@ class GpuEvaluator:
             else:
                 specs.append({"id": g.id, "lib": b.library, "knobs": list(b.knobs)})
         base_names = self.baseline_names if with_baselines else ()
-        result = self.pool.measure(problem, specs, base_names, self.modes, self.timing, self._next_seed()) \
+        seed = self._seed_for(problem, [sp["id"] for sp in specs] + list(base_names))
+        result = self.pool.measure(problem, specs, base_names, self.modes, self.timing, seed) \
             if specs or base_names else None
         n = max(1, len(specs))
         for spec in specs:

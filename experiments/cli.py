@@ -157,4 +157,7 @@ def main(argv: "Sequence[str] | None" = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run through the importable module, so that sub-commands raising experiments.cli.CliError
+    # are caught here (under -m this file is __main__, a second copy of the module).
+    from experiments.cli import main as _main
+    sys.exit(_main())

@@ -1,0 +1,399 @@
+"""The campaign database: one SQLite file (stdlib sqlite3, WAL mode) in the campaign folder.
+
+Every row that matters for resume is committed in its own transaction as soon as it is known, so
+a `kill -9` at any moment loses at most the evaluation in flight. Tables:
+
+  meta(key, value)              config (resolved campaign, JSON), seed, schema version, created,
+                                resolved evaluator backend, seed pools (hand-picked genomes,
+                                halls of fame of seed_from campaigns), warm-start policy state
+  sessions(id, started, last_seen, pid, host, mode, evaluator)
+                                one row per run/resume; last_seen is bumped with every commit, so
+                                wall time used = sum(last_seen - started)
+  shapes(problem, idx, status, allocation, reason, started, finished, wall_seconds)
+                                status pending|running|done; allocation = the per-shape budget
+                                fixed when the shape started (replayed on resume)
+  genomes(id, family, json)     every genome ever proposed
+  proposals(seq, problem, round, island, genome_id, operator, arm, parent_ids, prompt_id,
+            response_id, note, meta, tokens, created)
+                                every offspring the strategy asked for, in order (seq is global)
+  evaluations(genome_id, problem, status, device_us, device, server, call, rel_error, reason,
+              simulated, build_key, build_seconds, gpu_seconds, seconds, seq, session, created)
+                                one row per (genome, problem), never two: a genome measured on a
+                                problem is never measured again
+  baselines(problem, best_name, best_us, json, simulated, created)
+  policy_log(problem, round, seq, policy, probabilities, stats, state, created)
+                                the selection policy after each round of each shape
+  events(id, created, session, kind, problem, data)
+                                shape_start, shape_done, session notes, errors
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+from evaluator.api import BaselineSet, Measurement, Timing
+from genome import Genome
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, started REAL NOT NULL, last_seen REAL NOT NULL,
+    pid INTEGER, host TEXT, mode TEXT, evaluator TEXT);
+CREATE TABLE IF NOT EXISTS shapes (
+    problem TEXT PRIMARY KEY, idx INTEGER NOT NULL, status TEXT NOT NULL DEFAULT 'pending',
+    allocation TEXT, reason TEXT, started REAL, finished REAL, wall_seconds REAL NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS genomes (id TEXT PRIMARY KEY, family TEXT NOT NULL, json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS proposals (
+    seq INTEGER PRIMARY KEY, problem TEXT NOT NULL, round INTEGER NOT NULL, island INTEGER,
+    genome_id TEXT NOT NULL REFERENCES genomes(id), operator TEXT NOT NULL, arm TEXT,
+    parent_ids TEXT NOT NULL DEFAULT '[]', prompt_id TEXT, response_id TEXT, note TEXT,
+    meta TEXT, tokens INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS proposals_problem ON proposals(problem, seq);
+CREATE TABLE IF NOT EXISTS evaluations (
+    genome_id TEXT NOT NULL REFERENCES genomes(id), problem TEXT NOT NULL, status TEXT NOT NULL,
+    device_us REAL, device TEXT, server TEXT, call TEXT, rel_error REAL, reason TEXT,
+    simulated INTEGER NOT NULL, build_key TEXT, build_seconds REAL NOT NULL DEFAULT 0,
+    gpu_seconds REAL NOT NULL DEFAULT 0, seconds REAL NOT NULL DEFAULT 0, seq INTEGER,
+    session INTEGER, created REAL NOT NULL, PRIMARY KEY (genome_id, problem));
+CREATE INDEX IF NOT EXISTS evaluations_problem ON evaluations(problem, device_us);
+CREATE TABLE IF NOT EXISTS baselines (
+    problem TEXT PRIMARY KEY, best_name TEXT, best_us REAL, json TEXT NOT NULL, simulated INTEGER NOT NULL,
+    created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS policy_log (
+    problem TEXT NOT NULL, round INTEGER NOT NULL, seq INTEGER, policy TEXT, probabilities TEXT NOT NULL,
+    stats TEXT, state TEXT, created REAL NOT NULL, PRIMARY KEY (problem, round));
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL NOT NULL, session INTEGER, kind TEXT NOT NULL,
+    problem TEXT, data TEXT);
+"""
+
+
+class ReplayMismatch(RuntimeError):
+    """A re-generated proposal differs from the recorded one: the search is not deterministic, or
+    the code or inputs changed since the campaign was recorded. Resuming would corrupt it."""
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def _timing(text: "str | None") -> "Timing | None":
+    return Timing(**json.loads(text)) if text else None
+
+
+class CampaignDB:
+    """A campaign's database. One connection, used from one thread (the engine's main thread)."""
+
+    FILENAME = "campaign.db"
+
+    def __init__(self, path: "str | Path", readonly: bool = False):
+        self.path = Path(path)
+        if readonly:
+            if not self.path.exists():
+                raise FileNotFoundError(f"no campaign database at {self.path}")
+            self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30, isolation_level=None)
+        else:
+            self.conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
+            self.conn.executescript(SCHEMA)
+        self.conn.row_factory = sqlite3.Row
+        self.session: "int | None" = None
+
+    # -- plumbing --------------------------------------------------------------------------------
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "CampaignDB":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _tx(self) -> "_Transaction":
+        return _Transaction(self.conn)
+
+    def _touch(self) -> None:
+        if self.session is not None:
+            self.conn.execute("UPDATE sessions SET last_seen=? WHERE id=?", (time.time(), self.session))
+
+    # -- meta -------------------------------------------------------------------------------------
+    def set_meta(self, items: Mapping[str, Any]) -> None:
+        with self._tx():
+            for key, value in items.items():
+                self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, _dumps(value)))
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return json.loads(row["value"]) if row else default
+
+    def initialised(self) -> bool:
+        return self.get_meta("config") is not None
+
+    def initialise(self, config: Mapping[str, Any], shapes: Sequence[str], extra: Mapping[str, Any]) -> None:
+        """Store the campaign (config, shapes, seed pools, ...) in one transaction."""
+        with self._tx():
+            items = {"schema_version": SCHEMA_VERSION, "config": dict(config), "created": time.time(), **extra}
+            for key, value in items.items():
+                self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, _dumps(value)))
+            for i, name in enumerate(shapes):
+                self.conn.execute("INSERT OR IGNORE INTO shapes(problem, idx) VALUES (?, ?)", (name, i))
+
+    # -- sessions ---------------------------------------------------------------------------------
+    def start_session(self, mode: str, evaluator: str = "") -> int:
+        now = time.time()
+        with self._tx():
+            cur = self.conn.execute(
+                "INSERT INTO sessions(started, last_seen, pid, host, mode, evaluator) VALUES (?, ?, ?, ?, ?, ?)",
+                (now, now, os.getpid(), socket.gethostname(), mode, evaluator))
+        self.session = int(cur.lastrowid)
+        return self.session
+
+    def set_session_evaluator(self, text: str) -> None:
+        with self._tx():
+            self.conn.execute("UPDATE sessions SET evaluator=? WHERE id=?", (text, self.session))
+            self._touch()
+
+    def heartbeat(self) -> None:
+        with self._tx():
+            self._touch()
+
+    def wall_seconds(self) -> float:
+        row = self.conn.execute("SELECT COALESCE(SUM(last_seen - started), 0) AS s FROM sessions").fetchone()
+        return float(row["s"])
+
+    def sessions(self) -> list[dict]:
+        return [dict(r) for r in self.conn.execute("SELECT * FROM sessions ORDER BY id")]
+
+    # -- shapes -----------------------------------------------------------------------------------
+    def shape_rows(self) -> list[dict]:
+        out = []
+        for r in self.conn.execute("SELECT * FROM shapes ORDER BY idx"):
+            d = dict(r)
+            d["allocation"] = json.loads(d["allocation"]) if d["allocation"] else None
+            out.append(d)
+        return out
+
+    def shape_row(self, problem: str) -> "dict | None":
+        r = self.conn.execute("SELECT * FROM shapes WHERE problem=?", (problem,)).fetchone()
+        if r is None:
+            return None
+        d = dict(r)
+        d["allocation"] = json.loads(d["allocation"]) if d["allocation"] else None
+        return d
+
+    def start_shape(self, problem: str, allocation: Mapping[str, Any]) -> None:
+        with self._tx():
+            self.conn.execute("UPDATE shapes SET status='running', allocation=?, started=? WHERE problem=?",
+                              (_dumps(allocation), time.time(), problem))
+            self._event("shape_start", problem, {"allocation": dict(allocation)})
+
+    def finish_shape(self, problem: str, reason: str) -> None:
+        with self._tx():
+            self.conn.execute("UPDATE shapes SET status='done', reason=?, finished=? WHERE problem=?",
+                              (reason, time.time(), problem))
+            self._event("shape_done", problem, {"reason": reason})
+
+    # -- genomes and proposals ---------------------------------------------------------------------
+    def genome(self, genome_id: str) -> "Genome | None":
+        r = self.conn.execute("SELECT json FROM genomes WHERE id=?", (genome_id,)).fetchone()
+        return Genome.from_json(r["json"]) if r else None
+
+    def proposal(self, seq: int) -> "dict | None":
+        r = self.conn.execute("SELECT * FROM proposals WHERE seq=?", (seq,)).fetchone()
+        return _proposal(r) if r else None
+
+    def proposals(self, problem: "str | None" = None) -> list[dict]:
+        if problem is None:
+            rows = self.conn.execute("SELECT * FROM proposals ORDER BY seq")
+        else:
+            rows = self.conn.execute("SELECT * FROM proposals WHERE problem=? ORDER BY seq", (problem,))
+        return [_proposal(r) for r in rows]
+
+    def max_seq(self, problem: "str | None" = None) -> int:
+        if problem is None:
+            r = self.conn.execute("SELECT COALESCE(MAX(seq), -1) AS m FROM proposals").fetchone()
+        else:
+            r = self.conn.execute("SELECT COALESCE(MAX(seq), -1) AS m FROM proposals WHERE problem=?",
+                                  (problem,)).fetchone()
+        return int(r["m"])
+
+    def record_proposals(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert new proposals (and their genomes) in one transaction."""
+        if not rows:
+            return
+        now = time.time()
+        with self._tx():
+            for row in rows:
+                genome: Genome = row["genome"]
+                self.conn.execute("INSERT OR IGNORE INTO genomes(id, family, json) VALUES (?, ?, ?)",
+                                  (genome.id, genome.family, genome.to_json(indent=None)))
+                meta = dict(row.get("meta") or {})
+                self.conn.execute(
+                    "INSERT INTO proposals(seq, problem, round, island, genome_id, operator, arm, parent_ids, "
+                    "prompt_id, response_id, note, meta, tokens, created) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (row["seq"], row["problem"], row["round"], row.get("island"), genome.id, row["operator"],
+                     row.get("arm"), _dumps(list(row.get("parent_ids") or [])), meta.get("prompt_id"),
+                     meta.get("response_id"), row.get("note") or "", _dumps(meta) if meta else None,
+                     int(meta.get("tokens", 0) or 0), now))
+            self._touch()
+
+    def tokens_used(self, problem: "str | None" = None) -> int:
+        if problem is None:
+            r = self.conn.execute("SELECT COALESCE(SUM(tokens), 0) AS t FROM proposals").fetchone()
+        else:
+            r = self.conn.execute("SELECT COALESCE(SUM(tokens), 0) AS t FROM proposals WHERE problem=?",
+                                  (problem,)).fetchone()
+        return int(r["t"])
+
+    # -- evaluations -------------------------------------------------------------------------------
+    def record_evaluation(self, m: Measurement, seconds: float = 0.0, seq: "int | None" = None,
+                          shape_wall: "float | None" = None) -> None:
+        """One evaluation, committed on its own (with the shape's wall time so far). A second row for
+        the same (genome, problem) is an error."""
+        with self._tx():
+            if shape_wall is not None:
+                self.conn.execute("UPDATE shapes SET wall_seconds=? WHERE problem=?", (shape_wall, m.problem))
+            self.conn.execute(
+                "INSERT INTO evaluations(genome_id, problem, status, device_us, device, server, call, rel_error, "
+                "reason, simulated, build_key, build_seconds, gpu_seconds, seconds, seq, session, created) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (m.genome_id, m.problem, m.status, m.time_us, _dumps(m.device.to_dict()) if m.device else None,
+                 _dumps(m.server.to_dict()) if m.server else None, _dumps(m.call.to_dict()) if m.call else None,
+                 m.rel_error, m.reason, int(bool(m.simulated)), m.build_key, float(m.build_seconds or 0.0),
+                 float(m.gpu_seconds or 0.0), float(seconds), seq, self.session, time.time()))
+            self._touch()
+
+    def measurements(self, problem: "str | None" = None) -> dict[tuple[str, str], Measurement]:
+        """(genome id, problem) -> Measurement, in the order they were recorded."""
+        sql = "SELECT * FROM evaluations" + (" WHERE problem=?" if problem else "") + " ORDER BY rowid"
+        rows = self.conn.execute(sql, (problem,) if problem else ())
+        return {(r["genome_id"], r["problem"]): _measurement(r) for r in rows}
+
+    def measurement(self, genome_id: str, problem: str) -> "Measurement | None":
+        r = self.conn.execute("SELECT * FROM evaluations WHERE genome_id=? AND problem=?",
+                              (genome_id, problem)).fetchone()
+        return _measurement(r) if r else None
+
+    def evaluation_rows(self, problem: "str | None" = None) -> list[dict]:
+        sql = "SELECT * FROM evaluations" + (" WHERE problem=?" if problem else "") + " ORDER BY rowid"
+        return [dict(r) for r in self.conn.execute(sql, (problem,) if problem else ())]
+
+    def evaluation_count(self, problem: "str | None" = None) -> int:
+        if problem is None:
+            r = self.conn.execute("SELECT COUNT(*) AS n FROM evaluations").fetchone()
+        else:
+            r = self.conn.execute("SELECT COUNT(*) AS n FROM evaluations WHERE problem=?", (problem,)).fetchone()
+        return int(r["n"])
+
+    def gpu_seconds(self, problem: "str | None" = None) -> float:
+        sql = "SELECT COALESCE(SUM(gpu_seconds), 0) AS s FROM evaluations" + (" WHERE problem=?" if problem else "")
+        return float(self.conn.execute(sql, (problem,) if problem else ()).fetchone()["s"])
+
+    def status_counts(self, problem: str) -> dict[str, int]:
+        rows = self.conn.execute("SELECT status, COUNT(*) AS n FROM evaluations WHERE problem=? GROUP BY status",
+                                 (problem,))
+        return {r["status"]: int(r["n"]) for r in rows}
+
+    def best(self, problem: str, limit: int = 1) -> list[tuple[Genome, Measurement]]:
+        rows = self.conn.execute(
+            "SELECT e.*, g.json AS gjson FROM evaluations e JOIN genomes g ON g.id = e.genome_id "
+            "WHERE e.problem=? AND e.status='ok' AND e.device_us IS NOT NULL ORDER BY e.device_us, e.genome_id "
+            "LIMIT ?", (problem, limit))
+        return [(Genome.from_json(r["gjson"]), _measurement(r)) for r in rows]
+
+    # -- baselines ---------------------------------------------------------------------------------
+    def record_baselines(self, bs: BaselineSet) -> None:
+        best = bs.best("device")
+        with self._tx():
+            self.conn.execute(
+                "INSERT OR REPLACE INTO baselines(problem, best_name, best_us, json, simulated, created) "
+                "VALUES (?,?,?,?,?,?)",
+                (bs.problem, best[0] if best else None, best[1] if best else None, _dumps(bs.to_dict()),
+                 int(bool(bs.simulated)), time.time()))
+            self._touch()
+
+    def baselines(self, problem: str) -> "BaselineSet | None":
+        r = self.conn.execute("SELECT json FROM baselines WHERE problem=?", (problem,)).fetchone()
+        return BaselineSet.from_dict(json.loads(r["json"])) if r else None
+
+    # -- policy log --------------------------------------------------------------------------------
+    def log_policy(self, problem: str, round_: int, seq: int, policy: str, probabilities: Mapping[str, float],
+                   stats: Any, state: Any) -> None:
+        with self._tx():
+            self.conn.execute(
+                "INSERT OR IGNORE INTO policy_log(problem, round, seq, policy, probabilities, stats, state, created) "
+                "VALUES (?,?,?,?,?,?,?,?)",
+                (problem, round_, seq, policy, _dumps(dict(probabilities)), _dumps(stats), _dumps(state),
+                 time.time()))
+
+    def policy_log(self, problem: "str | None" = None) -> list[dict]:
+        sql = "SELECT * FROM policy_log" + (" WHERE problem=?" if problem else "") + " ORDER BY seq, round"
+        out = []
+        for r in self.conn.execute(sql, (problem,) if problem else ()):
+            d = dict(r)
+            for key in ("probabilities", "stats", "state"):
+                d[key] = json.loads(d[key]) if d[key] else None
+            out.append(d)
+        return out
+
+    # -- events ------------------------------------------------------------------------------------
+    def _event(self, kind: str, problem: "str | None", data: Any) -> None:
+        self.conn.execute("INSERT INTO events(created, session, kind, problem, data) VALUES (?,?,?,?,?)",
+                          (time.time(), self.session, kind, problem, _dumps(data)))
+        self._touch()
+
+    def event(self, kind: str, problem: "str | None" = None, data: Any = None) -> None:
+        with self._tx():
+            self._event(kind, problem, data)
+
+    def events(self, kind: "str | None" = None) -> list[dict]:
+        sql = "SELECT * FROM events" + (" WHERE kind=?" if kind else "") + " ORDER BY id"
+        out = []
+        for r in self.conn.execute(sql, (kind,) if kind else ()):
+            d = dict(r)
+            d["data"] = json.loads(d["data"]) if d["data"] else None
+            out.append(d)
+        return out
+
+
+class _Transaction:
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def __enter__(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        else:
+            self.conn.execute("ROLLBACK")
+
+
+def _proposal(r: sqlite3.Row) -> dict:
+    d = dict(r)
+    d["parent_ids"] = json.loads(d["parent_ids"]) if d["parent_ids"] else []
+    d["meta"] = json.loads(d["meta"]) if d["meta"] else {}
+    return d
+
+
+def _measurement(r: sqlite3.Row) -> Measurement:
+    return Measurement(
+        genome_id=r["genome_id"], problem=r["problem"], status=r["status"], device=_timing(r["device"]),
+        server=_timing(r["server"]), call=_timing(r["call"]), rel_error=r["rel_error"], reason=r["reason"],
+        simulated=bool(r["simulated"]), build_seconds=r["build_seconds"], gpu_seconds=r["gpu_seconds"],
+        build_key=r["build_key"])
+
+
+def iter_json_lines(rows: Iterable[Mapping[str, Any]]) -> Iterator[str]:
+    for row in rows:
+        yield _dumps(dict(row))

@@ -1,0 +1,282 @@
+"""The evolutionary search strategy of one shape: islands, RL-weighted operator choice, parents
+chosen by fitness and novelty, (mu + lambda) survivors with elites, ring migration.
+
+It implements the `SearchStrategy` protocol (`ask(n)`, `tell(offspring, measurement)`,
+`state_dict()`, `load_state_dict()`), so the engine runs it exactly like Optuna TPE or random
+search. Its DEAP `Toolbox` holds the variation and selection functions.
+
+Round structure. The first `ask` returns the initial population (seeds from the nearest solved
+shapes and hand-picked genomes, at most `seed_fraction` of it, the rest sampled from the space),
+dealt round-robin to the islands. Each later `ask(n)` first folds the children told since the
+previous ask into their islands (survivor selection; a migration every `migration_interval`
+generations), then makes `n` children, island by island: the policy picks an arm (operator),
+`select_parents` picks its parents from the island, the operator proposes, the space repairs and
+validates, and a genome this strategy has already proposed is drawn again.
+
+Reward (the policy's update at `tell`), from r = log(parent time / child time) of a successful
+child (the faster parent for two-parent operators, the island's median time for parentless ones):
+`success` (default) 1 if r > 0 else 0; `log_ratio` r itself; `improvement` max(r, 0); and
+`failure_reward` for any child that fails. Why `success` by default: the mean of r measures how
+much worse children are on average, which favours timid operators (runtime-knob tweaks lose
+little but rarely win), while progress comes from the children that beat their parents; on the
+simulator, Thompson sampling on log_ratio moved a third of the budget to the timid operator and
+did worse than uniform choice (docs/results/ablation-simulator.md). Everything random draws from the one `random.Random`
+given at construction, so the strategy is a deterministic function of (seed, measurements told).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any, Callable, Mapping, Sequence
+
+from deap import base, tools
+
+from evaluator.api import Measurement
+from genome import (Genome, InvalidGenome, Offspring, OperatorContext, Problem, RandomSample, SearchSpace,
+                    apply_operator)
+
+from .population import Individual, Island, fitness_value, migrate_ring, survivors
+from .registry import OperatorEntry
+
+REWARDS = ("log_ratio", "improvement", "success")
+MAX_ATTEMPTS = 12  # operator draws per child before falling back to a fresh sample
+
+
+class EvolutionStrategy:
+    """Island-model evolution with a bandit over operators. See the module docstring."""
+
+    def __init__(self, problem: Problem, spaces: Sequence[SearchSpace], operators: Mapping[str, OperatorEntry],
+                 policy: Any, rng: random.Random, *, size: int = 16, islands: int = 2, offspring: int = 8,
+                 elite: int = 2, tournament: int = 2, migration_interval: int = 4, migration_size: int = 2,
+                 seed_fraction: float = 0.5, seeds: Sequence[tuple[Genome, str, str]] = (),
+                 best_vendor_us: "float | None" = None, failure_reward: float = -1.0, reward: str = "success",
+                 parents: "Mapping[str, float] | None" = None, render: "Callable[[Genome], str] | None" = None,
+                 select_parents: "Callable[..., list[Genome]] | None" = None):
+        if not spaces:
+            raise ValueError("evolution needs at least one search space")
+        if not operators:
+            raise ValueError("evolution needs at least one operator")
+        self.problem = problem
+        self.spaces = {s.family: s for s in spaces}
+        self.operators = dict(operators)
+        self.policy = policy
+        self.rng = rng
+        self.size, self.offspring, self.elite, self.tournament = size, offspring, elite, tournament
+        self.migration_interval, self.migration_size = migration_interval, migration_size
+        self.seed_fraction = seed_fraction
+        self.seeds = list(seeds)
+        self.best_vendor_us = best_vendor_us
+        self.failure_reward = failure_reward
+        if reward not in REWARDS:
+            raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
+        self.reward_kind = reward
+        self.parent_weights = dict(parents or {})
+        self.render = render
+        families = [s.family for s in spaces]
+        n_islands = max(islands, len(families))
+        self.islands = [Island(i, families[i % len(families)]) for i in range(n_islands)]
+        self.generation = 0
+        self.migrations: list[tuple[int, int, int, str]] = []  # (generation, from, to, genome id)
+        self.started = False
+        self.proposed: set[str] = set()
+        self.lineage: dict[str, dict[str, Any]] = {}     # genome id -> arm, parents, island
+        self.known: dict[str, Individual] = {}          # successful genomes told so far
+        self.failures: list[dict[str, Any]] = []
+        self.rewards: list[tuple[str, float]] = []
+        self.n_told = 0
+        self.events: list[str] = []                      # drained by the engine into the log
+        self._cursor = 0                                 # next island to breed on
+
+        if select_parents is None:
+            from .parents import select_parents as select_parents_fn
+            select_parents = select_parents_fn
+        self.toolbox = base.Toolbox()
+        pw = self.parent_weights
+        self.toolbox.register("select_parents", select_parents, fitness_weight=pw.get("fitness_weight", 1.0),
+                              novelty_weight=pw.get("novelty_weight", 0.3), temperature=pw.get("temperature", 0.5))
+        self.toolbox.register("vary", apply_operator)
+        self.toolbox.register("survive", survivors, size=size, elite=elite, tournsize=tournament)
+        self.toolbox.register("select_elite", tools.selBest)
+        self.toolbox.register("migrate", migrate_ring, k=migration_size, size=size)
+
+    # -- SearchStrategy protocol ------------------------------------------------------------------
+    @property
+    def initial_size(self) -> int:
+        return self.size * len(self.islands)
+
+    @property
+    def round_size(self) -> int:
+        return self.offspring * len(self.islands)
+
+    def ask(self, n: int) -> list[Offspring]:
+        if n <= 0:
+            return []
+        if not self.started:
+            self.started = True
+            return self._initial(n)
+        self._integrate()
+        out: list[Offspring] = []
+        for _ in range(n):
+            island = self.islands[self._cursor % len(self.islands)]
+            self._cursor += 1
+            child = self._breed(island)
+            if child is not None:
+                out.append(child)
+        return out
+
+    def tell(self, offspring: Offspring, measurement: Measurement) -> None:
+        self.n_told += 1
+        gid = offspring.genome.id
+        info = self.lineage.get(gid) or {"arm": offspring.meta.get("arm"), "island": offspring.meta.get("island", 0),
+                                         "parents": list(offspring.parent_ids)}
+        island = self.islands[int(info.get("island") or 0) % len(self.islands)]
+        fit = fitness_value(measurement, self.best_vendor_us)
+        arm = info.get("arm")
+        if arm is not None and arm in self.operators:
+            reward = self._reward(info.get("parents") or [], island, measurement)
+            self.policy.update(arm, reward)
+            self.rewards.append((arm, reward))
+        if fit is None:
+            self.failures.append({"genome": gid, "status": measurement.status, "reason": measurement.reason})
+            return
+        if gid in self.known:
+            return
+        ind = Individual(offspring.genome, measurement, fit, origin=offspring.operator)
+        self.known[gid] = ind
+        island.pending.append(ind)
+
+    def state_dict(self) -> dict[str, Any]:
+        """A summary for checkpoints and inspection. The engine resumes by replaying proposals and
+        measurements (see evolution/engine.py), which restores everything, not only this."""
+        return {
+            "generation": self.generation,
+            "n_told": self.n_told,
+            "islands": [{"family": i.family, "population": sorted(x.id for x in i.population),
+                         "pending": sorted(x.id for x in i.pending)} for i in self.islands],
+            "migrations": [list(m) for m in self.migrations],
+            "policy": self.policy.state_dict(),
+            "rng": _rng_state(self.rng),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore the policy, counters and RNG. Populations hold measured individuals, which a
+        state dict does not carry: rebuild them by replay (the engine does)."""
+        self.policy.load_state_dict(state["policy"])
+        self.generation = int(state.get("generation", 0))
+        self.n_told = int(state.get("n_told", 0))
+        self.migrations = [tuple(m) for m in state.get("migrations", [])]
+        if "rng" in state:
+            self.rng.setstate(_rng_from(state["rng"]))
+
+    # -- internals --------------------------------------------------------------------------------
+    def _history(self, island: Island) -> dict[str, Any]:
+        best = sorted(self.known.values(), key=lambda i: (i.time_us, i.id))[:5]
+        return {
+            "problem": self.problem.name,
+            "best_vendor_us": self.best_vendor_us,
+            "best": [{"genome": i.genome.to_dict(), "time_us": i.time_us} for i in best],
+            "recent_failures": self.failures[-5:],
+            "island": island.index,
+        }
+
+    def _offspring(self, genome: Genome, operator: str, parents: Sequence[str], island: Island,
+                   arm: "str | None", note: str = "", meta: "Mapping[str, Any] | None" = None) -> Offspring:
+        self.proposed.add(genome.id)
+        self.lineage[genome.id] = {"arm": arm, "island": island.index, "parents": list(parents)}
+        merged = dict(meta or {})
+        merged.update({"island": island.index, "arm": arm})
+        return Offspring(genome, operator, tuple(parents), note, merged)
+
+    def _initial(self, n: int) -> list[Offspring]:
+        out: list[Offspring] = []
+        n_seeds = min(len(self.seeds), int(math.floor(self.seed_fraction * n)))
+        cursor = 0
+        for genome, origin, note in self.seeds[:n_seeds]:
+            islands = [i for i in self.islands if i.family == genome.family]
+            if not islands or genome.id in self.proposed:
+                continue
+            island = islands[cursor % len(islands)]
+            cursor += 1
+            out.append(self._offspring(genome, origin, (), island, None, note))
+        misses = 0
+        while len(out) < n and misses < 50 * n:
+            island = self.islands[len(out) % len(self.islands)]
+            space = self.spaces[island.family]
+            genome = space.sample(self.rng)
+            if genome.id in self.proposed or not space.is_valid(genome, self.problem):
+                misses += 1
+                continue
+            out.append(self._offspring(genome, "init_sample", (), island, None, "initial population"))
+        self.events.append(f"initial population: {len(out)} genomes ({n_seeds} offered by seeds)")
+        return out
+
+    def _integrate(self) -> None:
+        if not any(i.pending for i in self.islands):
+            return
+        for island in self.islands:
+            island.population = self.toolbox.survive(island.population + island.pending, rng=self.rng)
+            island.pending = []
+        self.generation += 1
+        if len(self.islands) > 1 and self.generation % self.migration_interval == 0:
+            moves = self.toolbox.migrate(self.islands)
+            for src, dst, gid in moves:
+                self.migrations.append((self.generation, src, dst, gid))
+            if moves:
+                self.events.append(f"generation {self.generation}: migrated {len(moves)} individual(s) "
+                                   f"around the ring")
+
+    def _breed(self, island: Island) -> "Offspring | None":
+        space = self.spaces[island.family]
+        candidates = island.candidates()
+        for _ in range(MAX_ATTEMPTS):
+            arm = self.policy.choose(self.rng)
+            entry = self.operators[arm]
+            if entry.arity > len(candidates):
+                continue  # not enough measured parents on this island yet
+            parents: list[Genome] = []
+            if entry.arity > 0:
+                parents = list(self.toolbox.select_parents(candidates, entry.arity, self.rng, space))
+            ctx = OperatorContext(space=space, problem=self.problem, rng=self.rng, history=self._history(island),
+                                  render=self.render)
+            try:
+                children = self.toolbox.vary(entry.operator, parents, ctx)
+            except InvalidGenome:
+                continue
+            for child in children:
+                if child.genome.id in self.proposed:
+                    continue
+                return self._offspring(child.genome, child.operator, child.parent_ids or tuple(p.id for p in parents),
+                                       island, arm, child.note, child.meta)
+        # fall back: a fresh sample (exploration), not credited to any arm
+        sampler = RandomSample(name="fallback_sample")
+        ctx = OperatorContext(space=space, problem=self.problem, rng=self.rng, render=self.render)
+        for _ in range(50):
+            for child in apply_operator(sampler, [], ctx):
+                if child.genome.id not in self.proposed:
+                    return self._offspring(child.genome, child.operator, (), island, None,
+                                           "no arm produced a new genome")
+        return None
+
+    def _reward(self, parent_ids: Sequence[str], island: Island, m: Measurement) -> float:
+        if not m.ok or not m.time_us:
+            return self.failure_reward
+        times = [self.known[p].time_us for p in parent_ids if p in self.known]
+        ref = min(times) if times else island.median_time()
+        if not ref:
+            return 0.0
+        r = math.log(ref / m.time_us)
+        if self.reward_kind == "improvement":
+            return max(0.0, r)
+        if self.reward_kind == "success":
+            return 1.0 if r > 0 else 0.0
+        return r
+
+
+def _rng_state(rng: random.Random) -> list[Any]:
+    version, internal, gauss = rng.getstate()
+    return [version, list(internal), gauss]
+
+
+def _rng_from(state: Sequence[Any]) -> tuple[Any, ...]:
+    return (state[0], tuple(state[1]), state[2])

@@ -1,0 +1,189 @@
+"""What a campaign found, read from its database: `campaign_status` (for `evogemm status`), the
+rich status tables, and report.md. Every figure that came from the simulator is labelled so."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from .db import CampaignDB
+
+REPORT_FILE = "report.md"
+
+
+def _fmt_us(us: "float | None") -> str:
+    if us is None:
+        return "-"
+    return f"{us / 1000:.3f} ms" if us >= 10000 else f"{us:.2f} us"
+
+
+def campaign_status(db: CampaignDB) -> dict[str, Any]:
+    """Per shape: status, evaluations spent / allocated, failures by status, best kernel, each
+    baseline and the speedup over it, and the operator weights of the last policy-log entry."""
+    config = db.get_meta("config") or {}
+    simulated = db.get_meta("simulated")
+    shapes = []
+    for row in db.shape_rows():
+        name = row["problem"]
+        bs = db.baselines(name)
+        best = db.best(name, 1)
+        counts = db.status_counts(name)
+        log = db.policy_log(name)
+        entry: dict[str, Any] = {
+            "shape": name,
+            "status": row["status"],
+            "reason": row["reason"],
+            "evaluations": sum(counts.values()),
+            "allocation": (row["allocation"] or {}).get("evaluations"),
+            "statuses": counts,
+            "failures": {k: v for k, v in counts.items() if k != "ok"},
+            "baselines": {n: t.median_us for n, t in bs.device.items()} if bs else {},
+            "best_vendor": bs.best("device") if bs else None,
+            "best": None,
+            "weights": log[-1]["probabilities"] if log else {},
+            "policy_round": log[-1]["round"] if log else None,
+            "simulated": bool(bs.simulated) if bs else bool(simulated),
+        }
+        if best:
+            genome, m = best[0]
+            entry["best"] = {"genome_id": genome.id, "genome": genome.to_dict(), "short": genome.short(),
+                             "time_us": m.time_us, "tflops": m.tflops(_problem(name)), "simulated": m.simulated}
+            entry["speedups"] = {n: us / m.time_us for n, us in entry["baselines"].items() if m.time_us}
+            bv = entry["best_vendor"]
+            entry["speedup"] = bv[1] / m.time_us if bv and m.time_us else None
+        shapes.append(entry)
+    speedups = [s["speedup"] for s in shapes if s.get("speedup")]
+    return {
+        "name": config.get("name"),
+        "seed": config.get("seed"),
+        "strategy": (config.get("strategy") or {}).get("name"),
+        "policy": (config.get("selection") or {}).get("policy"),
+        "simulated": simulated,
+        "evaluator": db.get_meta("evaluator_description"),
+        "evaluations": db.evaluation_count(),
+        "proposals": db.max_seq() + 1,
+        "gpu_seconds": db.gpu_seconds(),
+        "wall_seconds": db.wall_seconds(),
+        "sessions": len(db.sessions()),
+        "finished": bool(db.events("campaign_done")),
+        "shapes": shapes,
+        "geomean_speedup": math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None,
+        "wins": sum(1 for s in speedups if s > 1.0),
+    }
+
+
+def _problem(name: str) -> Any:
+    from genome import Problem
+    return Problem.parse(name)
+
+
+def print_status(status: dict[str, Any], console: "Console | None" = None) -> None:
+    console = console or Console()
+    sim = status.get("simulated")
+    tag = "SIMULATED (no GPU; times are model estimates)" if sim else (status.get("evaluator") or "not started")
+    console.print(f"[bold]campaign {status['name']}[/bold] seed {status['seed']}, strategy {status['strategy']}, "
+                  f"policy {status['policy']}; evaluator: {tag}", highlight=False)
+    console.print(f"{status['evaluations']} evaluations, {status['proposals']} proposals, "
+                  f"{status['sessions']} session(s), {status['wall_seconds']:.0f} s wall, "
+                  f"{status['gpu_seconds']:.1f} s GPU; "
+                  + ("finished" if status["finished"] else "not finished (evogemm resume DIR continues it)"),
+                  highlight=False)
+    names = sorted({n for s in status["shapes"] for n in s["baselines"]})
+    if console.width < 150:  # narrow terminal: one block per shape instead of a wide table
+        for s in status["shapes"]:
+            best = s.get("best")
+            evals = f"{s['evaluations']}/{s['allocation']}" if s.get("allocation") else str(s["evaluations"])
+            head = f"[bold]{s['shape']}[/bold]  {s['status']}  {evals} evaluations"
+            if best:
+                head += f"  best {_fmt_us(best['time_us'])}"
+                if s.get("speedup"):
+                    head += f"  {s['speedup']:.3f}x best vendor" + (" (simulated)" if sim else "")
+            console.print(head, highlight=False, soft_wrap=True)
+            if s["baselines"]:
+                parts = [f"{n} {_fmt_us(us)}" + (f" {s['speedups'][n]:.3f}x" if best else "")
+                         for n, us in sorted(s["baselines"].items(), key=lambda t: t[1])]
+                console.print("    vs " + " | ".join(parts), highlight=False, soft_wrap=True)
+            fails = ", ".join(f"{k} {v}" for k, v in sorted(s["failures"].items())) or "none"
+            weights = ", ".join(f"{a} {p:.2f}" for a, p in sorted(s["weights"].items(), key=lambda t: -t[1]))
+            console.print(f"    failures: {fails}; operator weights: {weights or '-'}", highlight=False,
+                          soft_wrap=True)
+        _footer(status, console, sim)
+        return
+    table = Table(title="per shape" + (" [SIMULATED]" if sim else ""))
+    for col in ["shape", "status", "evals", "best", "speedup", *names, "failures", "operator weights"]:
+        table.add_column(col, justify="left" if col in ("shape", "status", "failures", "operator weights") else "right")
+    for s in status["shapes"]:
+        best = s.get("best")
+        cells = []
+        for n in names:
+            us = s["baselines"].get(n)
+            sp = s.get("speedups", {}).get(n)
+            cells.append("-" if us is None else (f"{_fmt_us(us)} {sp:.2f}x" if sp else _fmt_us(us)))
+        fails = ", ".join(f"{k} {v}" for k, v in sorted(s["failures"].items())) or "-"
+        weights = " ".join(f"{a}:{p:.2f}" for a, p in sorted(s["weights"].items(), key=lambda t: -t[1])[:3])
+        evals = f"{s['evaluations']}/{s['allocation']}" if s.get("allocation") else str(s["evaluations"])
+        table.add_row(s["shape"], s["status"], evals, _fmt_us(best["time_us"]) if best else "-",
+                      f"{s['speedup']:.3f}x" if s.get("speedup") else "-", *cells, fails, weights or "-")
+    console.print(table)
+    _footer(status, console, sim)
+
+
+def _footer(status: dict[str, Any], console: Console, sim: Any) -> None:
+    if status.get("geomean_speedup"):
+        console.print(f"geomean speedup vs best vendor: {status['geomean_speedup']:.3f}x over "
+                      f"{sum(1 for s in status['shapes'] if s.get('speedup'))} shapes; {status['wins']} wins"
+                      + (" (SIMULATED)" if sim else ""), highlight=False)
+
+
+def render_report(status: dict[str, Any]) -> str:
+    sim = bool(status.get("simulated"))
+    label = " (simulated)" if sim else ""
+    lines = [f"# Campaign {status['name']}", ""]
+    if sim:
+        lines += ["> **Simulated.** This campaign ran on the analytic simulator (no GPU). Every time and "
+                  "speedup below is a model estimate, not a measurement.", ""]
+    lines += [f"- evaluator: {status.get('evaluator') or '-'}",
+              f"- seed {status['seed']}, strategy `{status['strategy']}`, policy `{status['policy']}`",
+              f"- {status['evaluations']} evaluations, {status['proposals']} proposals, {status['sessions']} "
+              f"session(s), {status['wall_seconds']:.0f} s wall, {status['gpu_seconds']:.1f} s GPU"]
+    if status.get("geomean_speedup"):
+        lines.append(f"- geomean speedup vs best vendor{label}: **{status['geomean_speedup']:.3f}x**, "
+                     f"{status['wins']} wins of {sum(1 for s in status['shapes'] if s.get('speedup'))} shapes")
+    lines += ["", f"| shape | best{label} | TFLOP/s{label} | best vendor{label} | speedup{label} | "
+              f"evaluations | failures | best genome |", "|---|---|---|---|---|---|---|---|"]
+    for s in status["shapes"]:
+        best = s.get("best")
+        bv = s.get("best_vendor")
+        fails = ", ".join(f"{k} {v}" for k, v in sorted(s["failures"].items())) or "0"
+        t = _fmt_us(best["time_us"]) if best else "-"
+        tf = f"{best['tflops']:.0f}" if best and best.get("tflops") else "-"
+        vendor = f"{bv[0]} {_fmt_us(bv[1])}" if bv else "-"
+        speed = f"{s['speedup']:.3f}x" if s.get("speedup") else "-"
+        genome = f"`{best['short']}`" if best else "-"
+        lines.append(f"| {s['shape']} | {t} | {tf} | {vendor} | {speed} | {s['evaluations']} | {fails} | {genome} |")
+    lines += ["", f"## Against each baseline{label}", ""]
+    for s in status["shapes"]:
+        if not s.get("best"):
+            continue
+        parts = ", ".join(f"{n} {_fmt_us(us)} -> {s['speedups'][n]:.3f}x"
+                          for n, us in sorted(s["baselines"].items(), key=lambda t: t[1]))
+        lines.append(f"- **{s['shape']}**: {parts or 'no baselines'}")
+    lines += ["", "## Operator weights (last policy-log entry per shape)", ""]
+    for s in status["shapes"]:
+        if s["weights"]:
+            w = ", ".join(f"{a} {p:.2f}" for a, p in sorted(s["weights"].items(), key=lambda t: -t[1]))
+            lines.append(f"- {s['shape']} (round {s['policy_round']}): {w}")
+    lines += ["", "Best genomes are in `hall_of_fame/<shape>.json`; every proposal and measurement is in "
+              "`campaign.db`."]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(folder: "str | Path", db: CampaignDB) -> Path:
+    from .campaign import atomic_write
+    path = Path(folder) / REPORT_FILE
+    atomic_write(path, render_report(campaign_status(db)))
+    return path

@@ -1,0 +1,157 @@
+"""Where a shape's first population comes from: halls of fame of the nearest solved shapes
+(this campaign's and those of `seed_from` campaigns) and hand-picked genomes that fit the shape.
+
+Distance between shapes is Euclidean in (log2 M, log2 N, log2 K). Seed pools read from other
+folders are copied into the campaign database when the campaign is created, so a resume never
+depends on files that may have changed since.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from genome import Genome, Problem, SearchSpace
+
+HANDPICKED_DIR = Path(__file__).resolve().parent.parent / "experiments" / "genomes"
+
+
+def shape_distance(a: Problem, b: Problem) -> float:
+    return math.sqrt(sum((math.log2(x) - math.log2(y)) ** 2 for x, y in ((a.m, b.m), (a.n, b.n), (a.k, b.k))))
+
+
+def nearest_shapes(problem: Problem, solved: Iterable[str], k: int) -> list[tuple[str, float]]:
+    """The k solved shapes nearest to `problem` (ties broken by name), nearest first."""
+    out = []
+    for name in solved:
+        other = Problem.parse(name)
+        out.append((name, shape_distance(problem, other)))
+    out.sort(key=lambda t: (t[1], t[0]))
+    return out[:k]
+
+
+def fits(genome: Genome, problem: Problem) -> bool:
+    """A hand-picked genome fits a shape when its CTA tile is not much larger than the problem
+    (a 256-row tile for M=16 wastes most of the tile)."""
+    tm, tn = genome.get("tile_m"), genome.get("tile_n")
+    if isinstance(tm, int) and tm > max(128, 2 * problem.m):
+        return False
+    if isinstance(tn, int) and tn > max(64, 2 * problem.n):
+        return False
+    return True
+
+
+def load_handpicked(folder: "str | Path | None" = None) -> list[dict[str, Any]]:
+    """Genome dicts of the *.json files of `folder` (default experiments/genomes/), by file name."""
+    folder = Path(folder) if folder else HANDPICKED_DIR
+    out = []
+    if folder.is_dir():
+        for path in sorted(folder.glob("*.json")):
+            try:
+                genome = Genome.load(path)
+            except (ValueError, TypeError):
+                continue
+            out.append({"name": path.stem, "genome": genome.to_dict()})
+    return out
+
+
+def read_seed_pool(campaign_dir: "str | Path", per_shape: int = 8) -> dict[str, list[dict[str, Any]]]:
+    """problem -> [{genome, time_us}] best first, from a campaign folder's hall_of_fame/*.json,
+    else from its campaign.db."""
+    folder = Path(campaign_dir)
+    pool: dict[str, list[dict[str, Any]]] = {}
+    hof_dir = folder / "hall_of_fame"
+    if hof_dir.is_dir():
+        for path in sorted(hof_dir.glob("*.json")):
+            try:
+                entries = json.loads(path.read_text())
+                problem = Problem.parse(path.stem).name
+            except (ValueError, json.JSONDecodeError):
+                continue
+            items = []
+            for e in entries[:per_shape]:
+                try:
+                    g = Genome.from_dict(e["genome"])
+                except (KeyError, ValueError, TypeError):
+                    continue
+                device = (e.get("measurement") or {}).get("device") or {}
+                items.append({"genome": g.to_dict(), "time_us": device.get("median_us")})
+            if items:
+                pool[problem] = items
+    if not pool and (folder / "campaign.db").exists():
+        conn = sqlite3.connect(f"file:{folder / 'campaign.db'}?mode=ro", uri=True)
+        try:
+            rows = conn.execute(
+                "SELECT e.problem, e.device_us, g.json FROM evaluations e JOIN genomes g ON g.id = e.genome_id "
+                "WHERE e.status='ok' AND e.device_us IS NOT NULL ORDER BY e.problem, e.device_us, e.genome_id")
+            for problem, us, gjson in rows:
+                items = pool.setdefault(problem, [])
+                if len(items) < per_shape:
+                    items.append({"genome": json.loads(gjson), "time_us": us})
+        finally:
+            conn.close()
+    return pool
+
+
+def seeds_for(problem: Problem, space: SearchSpace, solved: Mapping[str, Sequence[Genome]],
+              external: Mapping[str, Sequence[Mapping[str, Any]]], handpicked: Sequence[Mapping[str, Any]],
+              k_shapes: int, limit: int) -> list[tuple[Genome, str, str]]:
+    """Up to `limit` distinct genomes valid for `problem`, as (genome, origin, note): first the
+    halls of fame of the nearest solved shapes (this campaign's first on ties), then hand-picked."""
+    seen: set[str] = set()
+
+    def valid(genome: Genome) -> "Genome | None":
+        if genome.family != space.family:
+            return None
+        try:
+            genome = space.validate(genome, problem)
+        except ValueError:
+            return None
+        if genome.id in seen:
+            return None
+        seen.add(genome.id)
+        return genome
+
+    pools: dict[str, list[tuple[Genome, str]]] = {}
+    for name, genomes in solved.items():
+        if name != problem.name:
+            pools.setdefault(name, []).extend((g, "seed_nearest") for g in genomes)
+    for name, items in external.items():
+        for item in items:
+            try:
+                pools.setdefault(name, []).append((Genome.from_dict(item["genome"]), "seed_from"))
+            except (KeyError, ValueError, TypeError):
+                continue
+    near_seeds: list[tuple[Genome, str, str]] = []
+    if k_shapes > 0 and pools:
+        near = nearest_shapes(problem, pools, k_shapes)
+        # interleave: best of each near shape, then second best, ...
+        depth = max(len(pools[name]) for name, _ in near)
+        for rank in range(depth):
+            for name, dist in near:
+                if rank < len(pools[name]):
+                    genome, origin = pools[name][rank]
+                    g = valid(genome)
+                    if g is not None:
+                        near_seeds.append((g, origin, f"hall of fame #{rank + 1} of {name} (distance {dist:.2f})"))
+    picked: list[tuple[Genome, str, str]] = []
+    for item in handpicked:
+        try:
+            genome = Genome.from_dict(item["genome"])
+        except (KeyError, ValueError, TypeError):
+            continue
+        if fits(genome, problem):
+            g = valid(genome)
+            if g is not None:
+                picked.append((g, "handpicked", f"hand-picked {item.get('name', g.id)}"))
+    # a quarter of the seed slots is kept for hand-picked genomes when there are both kinds
+    reserve = min(len(picked), limit // 4) if near_seeds else len(picked)
+    near_part = near_seeds[:max(0, limit - reserve)]
+    picked_part = picked[:max(0, limit - len(near_part))]
+    out = near_part + picked_part
+    if len(out) < limit:  # room left: more of the nearest shapes' genomes
+        out += near_seeds[len(near_part):][:limit - len(out)]
+    return out

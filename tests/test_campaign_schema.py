@@ -1,0 +1,255 @@
+"""Campaign YAML schema: good files parse; every kind of bad input gets a one-line message that
+names the key path, the value and what is allowed."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from experiments.schema import CampaignError, load_campaign, parse_campaign
+
+REPO = Path(__file__).resolve().parent.parent
+CAMPAIGNS = REPO / "experiments" / "campaigns"
+
+
+def write(tmp_path: Path, text: str, name: str = "c.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def errors_of(tmp_path: Path, text: str) -> list[str]:
+    with pytest.raises(CampaignError) as info:
+        load_campaign(write(tmp_path, text))
+    return info.value.errors
+
+
+GOOD = """
+    name: good
+    seed: 4
+    shapes: ["1024x1024x1024", [128, 4096, 4096], "2048,2048,2048"]
+    budget: {evaluations_per_shape: 32, wall_seconds: 60}
+    population: {size: 8, islands: 3, offspring: 2}
+    operators:
+      - {name: param_mutate, prior: 2.0, params: {n_changes: 2}}
+      - {name: param_crossover}
+      - {name: "genome.operators:RandomSample", arm: sampler}
+    selection: {policy: thompson, failure_reward: -0.5, parents: {novelty_weight: 0.1}}
+    strategy: {name: optuna_tpe, params: {n_startup_trials: 4}}
+    llm:
+      providers: [{name: local, kind: openai, model: qwen, base_url: "http://127.0.0.1:8000/v1",
+                   api_key_env: MY_KEY}]
+    evaluator: {backend: simulator, batch_size: 4, noise: 0.01, timing: {repeats: 7}}
+"""
+
+
+def test_good_campaign_parses(tmp_path):
+    config = load_campaign(write(tmp_path, GOOD))
+    assert [p.name for p in config.problems] == ["1024x1024x1024", "128x4096x4096", "2048x2048x2048"]
+    assert config.budget.wall_seconds == 60 and config.budget.total_evaluations is None
+    assert config.population.islands == 3 and config.population.offspring_per_island == 2
+    assert [op.arm_name for op in config.operators] == ["param_mutate", "param_crossover", "sampler"]
+    assert config.strategy.name == "optuna_tpe" and config.strategy.params == {"n_startup_trials": 4}
+    assert config.selection.parents.novelty_weight == 0.1 and config.selection.parents.temperature == 0.5
+    assert config.llm.providers[0].api_key_env == "MY_KEY"
+    assert config.evaluator.timing == {"repeats": 7}
+    assert config.families == ["sm90_cutlass"]
+    resolved = config.resolved()
+    assert resolved["shapes"] == ["1024x1024x1024", "128x4096x4096", "2048x2048x2048"]
+    # the resolved form is itself a valid campaign that means the same thing
+    again = parse_campaign(resolved)
+    assert again.problems == config.problems and again.seed == 4
+
+
+def test_unknown_key_lists_allowed_keys(tmp_path):
+    errs = errors_of(tmp_path, """
+        name: x
+        shapes: [1024x1024x1024]
+        budget: {evaluations_per_shape: 8}
+        population: {sise: 4}
+    """)
+    assert len(errs) == 1
+    assert errs[0].startswith("population.sise: unknown key; allowed: size, islands, offspring,")
+    assert "migration_interval" in errs[0] and "elite" in errs[0]
+    top = errors_of(tmp_path, "name: x\nshapes: [1024x1024x1024]\nbudget: {evaluations_per_shape: 8}\nbugdet: 3\n")
+    assert top[0].startswith("bugdet: unknown key; allowed: name, description, seed,")
+
+
+def test_bad_value_says_what_is_allowed(tmp_path):
+    errs = errors_of(tmp_path, """
+        name: x
+        shapes: [1024x1024x1024]
+        budget: {evaluations_per_shape: 8}
+        population: {size: -3}
+        selection: {policy: greedy}
+        evaluator: {backend: cuda}
+    """)
+    assert errs[0].startswith("population.size: -3 is not allowed: must be >= 2")
+    assert any(e.startswith("selection.policy: 'greedy' is not allowed: allowed: uniform, ucb, thompson, softmax_pg")
+               for e in errs)
+    assert any(e.startswith("evaluator.backend: 'cuda' is not allowed: allowed: auto, gpu, simulator") for e in errs)
+    # each error carries the YAML line it comes from
+    assert errs[0].endswith("(line 5)")
+
+
+def test_bad_shape_strings(tmp_path):
+    errs = errors_of(tmp_path, """
+        name: x
+        shapes: ["1024x1024x1024", "12x", [1, 2], "0x5x5"]
+        budget: {evaluations_per_shape: 8}
+    """)
+    assert errs[0].startswith("shapes[1]: '12x' is not allowed: cannot read shape '12x'; write it as MxNxK")
+    assert errs[1].startswith("shapes[2]: [1, 2] is not allowed: a shape is [M, N, K]")
+    assert errs[2].startswith("shapes[3]: '0x5x5' is not allowed: problem M must be positive")
+
+
+def test_missing_or_empty_budget(tmp_path):
+    errs = errors_of(tmp_path, "name: x\nshapes: [1024x1024x1024]\n")
+    assert errs == ["budget: required key is missing"]
+    errs = errors_of(tmp_path, "name: x\nshapes: [1024x1024x1024]\nbudget: {gpu_seconds: null}\n")
+    assert errs[0].startswith("budget: no limit is set: set at least one of evaluations_per_shape, "
+                              "total_evaluations, gpu_seconds, wall_seconds, llm_tokens")
+
+
+def test_yaml_syntax_error_gives_the_line(tmp_path):
+    path = write(tmp_path, "name: x\nbudget:\n  evaluations_per_shape: 3\n population: 4\n")
+    with pytest.raises(CampaignError) as info:
+        load_campaign(path)
+    assert f"{path}:4:" in str(info.value) and "YAML syntax error" in str(info.value)
+    dup = write(tmp_path, "name: x\nname: y\nshapes: [1024x1024x1024]\nbudget: {evaluations_per_shape: 3}\n", "d.yaml")
+    with pytest.raises(CampaignError) as info:
+        load_campaign(dup)
+    assert "found the key 'name' twice" in str(info.value) and f"{dup}:2:" in str(info.value)
+
+
+def test_llm_operators_are_not_available_yet(tmp_path):
+    errs = errors_of(tmp_path, """
+        name: x
+        shapes: [1024x1024x1024]
+        budget: {evaluations_per_shape: 8}
+        operators: [{name: llm_patch, model: local}]
+        llm: {providers: [{name: local, kind: openai, model: m}]}
+    """)
+    assert errs[0].startswith("operators[0].name: 'llm_patch' is not allowed: LLM operator 'llm_patch' is not "
+                              "available yet")
+
+
+def test_operator_params_and_arms_and_models(tmp_path):
+    errs = errors_of(tmp_path, """
+        name: x
+        shapes: [1024x1024x1024]
+        budget: {evaluations_per_shape: 8}
+        operators:
+          - {name: param_mutate, params: {n_changes: 0}}
+          - {name: param_mutate, params: {bogus: 1}}
+          - {name: "nosuchpkg.mod:Factory"}
+    """)
+    assert errs[0].startswith("operators[0].params: {\"n_changes\": 0} is not allowed: param_mutate: n_changes must")
+    assert errs[1].startswith("operators[1].params:") and "bogus" in errs[1]
+    assert errs[2].startswith("operators[2].name: 'nosuchpkg.mod:Factory' is not allowed: cannot import module")
+    errs = errors_of(tmp_path, """
+        name: x
+        shapes: [1024x1024x1024]
+        budget: {evaluations_per_shape: 8}
+        operators: [{name: param_mutate}, {name: param_mutate}]
+    """)
+    assert errs[0].startswith("operators: operator arms must be unique; repeated: param_mutate")
+    errs = errors_of(tmp_path, """
+        name: x
+        shapes: [1024x1024x1024]
+        budget: {evaluations_per_shape: 8}
+        operators: [{name: "genome.operators:ParamMutate", model: gpt}]
+    """)
+    assert errs[0].startswith("operators[0].model: 'gpt' is not allowed: names no llm provider; allowed: (no llm")
+
+
+def test_provider_validation(tmp_path):
+    errs = errors_of(tmp_path, """
+        name: x
+        shapes: [1024x1024x1024]
+        budget: {evaluations_per_shape: 8}
+        llm:
+          providers:
+            - {name: a, kind: hf, model: m, api_key_env: "sk-secret", base_url: "ftp://x"}
+    """)
+    joined = "\n".join(errs)
+    assert "llm.providers[0].kind: 'hf' is not allowed: allowed: openai, transformers, replay" in joined
+    assert "llm.providers[0].api_key_env: 'sk-secret' is not allowed: must be the name of an environment variable" in joined
+    assert "llm.providers[0].base_url: 'ftp://x' is not allowed: must start with http:// or https://" in joined
+
+
+def test_shapes_or_suite_exactly_one(tmp_path):
+    errs = errors_of(tmp_path, "name: x\nbudget: {evaluations_per_shape: 8}\n")
+    assert errs[0].startswith("(top level): give exactly one of 'shapes'") or "exactly one of 'shapes'" in errs[0]
+
+
+def test_suite_relative_path_groups_and_upward_search(tmp_path):
+    # the shipped campaign: ../shared/suites/public.yaml relative to the repository
+    config = load_campaign(CAMPAIGNS / "h200-public.yaml")
+    assert len(config.problems) == 28 and config.evaluator.backend == "gpu"
+    # a copy somewhere else finds shared/suites/public.yaml by searching upward
+    shared = REPO.parent / "shared" / "suites" / "public.yaml"
+    (tmp_path / "shared" / "suites").mkdir(parents=True)
+    shutil.copy(shared, tmp_path / "shared" / "suites" / "public.yaml")
+    deep = tmp_path / "checkout" / "experiments" / "campaigns"
+    deep.mkdir(parents=True)
+    text = (CAMPAIGNS / "h200-public.yaml").read_text()
+    (deep / "h.yaml").write_text(text)
+    config = load_campaign(deep / "h.yaml")
+    assert config.suite is not None and Path(config.suite.path) == (tmp_path / "shared/suites/public.yaml").resolve()
+    assert len(config.problems) == 28
+    # groups
+    (deep / "g.yaml").write_text(text.replace("suite: ../shared/suites/public.yaml",
+                                              "suite: {path: ../shared/suites/public.yaml, groups: [odd]}"))
+    assert [p.name for p in load_campaign(deep / "g.yaml").problems] == ["4000x4096x4096", "1000x1000x1000",
+                                                                         "96x3072x768"]
+    (deep / "b.yaml").write_text(text.replace("suite: ../shared/suites/public.yaml",
+                                              "suite: {path: ../shared/suites/public.yaml, groups: [odd, nope]}"))
+    with pytest.raises(CampaignError) as info:
+        load_campaign(deep / "b.yaml")
+    assert info.value.errors[0].startswith("suite.groups:") and "groups: grid, llm, odd" in info.value.errors[0]
+    (deep / "m.yaml").write_text(text.replace("../shared/suites/public.yaml", "../shared/suites/missing.yaml"))
+    with pytest.raises(CampaignError) as info:
+        load_campaign(deep / "m.yaml")
+    assert info.value.errors[0].startswith("suite.path:") and "not found" in info.value.errors[0]
+
+
+def test_shipped_campaigns_validate():
+    for path in sorted(CAMPAIGNS.glob("*.yaml")):
+        config = load_campaign(path)
+        assert config.problems, path
+    quick = load_campaign(CAMPAIGNS / "quickstart.yaml")
+    assert 3 <= len(quick.problems) <= 4 and quick.evaluator.backend in ("simulator", "auto")
+
+
+def test_overrides_are_validated_too(tmp_path):
+    path = write(tmp_path, GOOD)
+    config = load_campaign(path, {"seed": 11, "evaluator.backend": "gpu"})
+    assert config.seed == 11 and config.evaluator.backend == "gpu"
+    with pytest.raises(CampaignError) as info:
+        load_campaign(path, {"seed": -1})
+    assert info.value.errors[0].startswith("seed: -1 is not allowed: must be >= 0")
+
+
+def test_policy_and_strategy_params_are_checked(tmp_path):
+    errs = errors_of(tmp_path, """
+        name: x
+        shapes: [1024x1024x1024]
+        budget: {evaluations_per_shape: 8}
+        selection: {policy: thompson, params: {sigma: -1, foo: 2}, reward: best}
+        strategy: {name: optuna_tpe, params: {n_startup: 3}}
+    """)
+    joined = "\n".join(errs)
+    assert "selection.params:" in joined and "foo" in joined
+    assert "selection.reward: 'best' is not allowed: allowed: log_ratio, improvement, success" in joined
+    assert "strategy.params:" in joined and "n_startup" in joined
+    errs = errors_of(tmp_path, """
+        name: x
+        shapes: [1024x1024x1024]
+        budget: {evaluations_per_shape: 8}
+        strategy: {name: evolution, params: {size: 3}}
+    """)
+    assert errs[0].startswith("strategy.params:") and "must be empty" in errs[0]
