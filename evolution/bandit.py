@@ -378,10 +378,12 @@ class UCBPolicy(_CountingPolicy):
     """UCB1 on clipped rewards: score = mean + c * sqrt(2 ln N / n).
 
     n is the arm's evidence (real pulls plus warm-started evidence) plus `prior_strength`
-    pseudo-pulls at the prior reward; N is the sum of all arms' n. An arm with no evidence at all
-    is pulled first (in descending prior order). Ties go to the higher prior, then arm order.
-    `choose` is deterministic and does not consume the rng. `probabilities()` is one-hot on the
-    arm `choose` would return now."""
+    pseudo-pulls at the prior reward, plus the arm's pulls still pending (chosen but not yet
+    rewarded: the engine asks for a whole round before any child is measured, and without this
+    every child of a round would get the same operator); N is the sum of all arms' n. An arm with
+    no evidence and nothing pending is pulled first (in descending prior order). Ties go to the
+    higher prior, then arm order. `choose` is deterministic and does not consume the rng.
+    `probabilities()` is one-hot on the arm `choose` would return now."""
 
     name = "ucb"
     PARAMS = {"c": 0.5, "prior_strength": 1.0, "prior_scale": 0.1}
@@ -392,22 +394,34 @@ class UCBPolicy(_CountingPolicy):
         if params["prior_strength"] < 0:
             raise ValueError(f"parameter 'prior_strength' must be >= 0, got {params['prior_strength']}")
 
+    def _reset_learner(self) -> None:
+        super()._reset_learner()
+        self._pending = {a: 0 for a in self.arms}
+
+    def _learner_state(self) -> dict:
+        return {**super()._learner_state(), "pending": dict(self._pending)}
+
+    def _load_learner_state(self, state: Mapping[str, Any]) -> None:
+        super()._load_learner_state(state)
+        pending = state.get("pending") or {}
+        self._pending = {a: int(pending.get(a, 0)) for a in self.arms}
+
     def scores(self) -> dict[str, float]:
-        """UCB score per arm (+inf for arms without evidence)."""
+        """UCB score per arm (+inf for arms without evidence and nothing pending)."""
         prior_mean = self._prior_mean()
-        total = sum(self._n[a] + self.params["prior_strength"] for a in self.arms)
+        total = sum(self._n[a] + self._pending[a] + self.params["prior_strength"] for a in self.arms)
         log_total = math.log(max(total, 1.0))
         out = {}
         for arm in self.arms:
-            if self._n[arm] <= 0:
+            if self._n[arm] <= 0 and self._pending[arm] == 0:
                 out[arm] = math.inf
                 continue
             mean, n = self._posterior(arm, prior_mean)
-            out[arm] = mean + self.params["c"] * math.sqrt(2.0 * log_total / n)
+            out[arm] = mean + self.params["c"] * math.sqrt(2.0 * log_total / (n + self._pending[arm]))
         return out
 
     def _next_arm(self) -> str:
-        unplayed = [a for a in self._prior_order() if self._n[a] <= 0]
+        unplayed = [a for a in self._prior_order() if self._n[a] <= 0 and self._pending[a] == 0]
         if unplayed:
             return unplayed[0]
         scores = self.scores()
@@ -415,11 +429,14 @@ class UCBPolicy(_CountingPolicy):
         return max(order, key=lambda a: (scores[a], -order.index(a)))
 
     def _select(self, rng: random.Random) -> str:
-        return self._next_arm()
+        arm = self._next_arm()
+        self._pending[arm] += 1
+        return arm
 
     def _learn(self, arm: str, reward: float) -> None:
         self._n[arm] += 1.0
         self._s[arm] += reward
+        self._pending[arm] = max(0, self._pending[arm] - 1)
 
     def probabilities(self) -> dict[str, float]:
         chosen = self._next_arm()
@@ -428,7 +445,8 @@ class UCBPolicy(_CountingPolicy):
     def _arm_extra(self, arm: str) -> dict:
         mean, n = self._posterior(arm, self._prior_mean())
         score = self.scores()[arm]
-        return {"evidence": self._n[arm], "estimate": mean, "score": score if math.isfinite(score) else None}
+        return {"evidence": self._n[arm], "pending": self._pending[arm], "estimate": mean,
+                "score": score if math.isfinite(score) else None}
 
 
 class ThompsonPolicy(_CountingPolicy):
