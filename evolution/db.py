@@ -70,6 +70,8 @@ CREATE TABLE IF NOT EXISTS baselines (
 CREATE TABLE IF NOT EXISTS policy_log (
     problem TEXT NOT NULL, round INTEGER NOT NULL, seq INTEGER, policy TEXT, probabilities TEXT NOT NULL,
     stats TEXT, state TEXT, created REAL NOT NULL, PRIMARY KEY (problem, round));
+CREATE TABLE IF NOT EXISTS verified (
+    problem TEXT PRIMARY KEY, json TEXT NOT NULL, created REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL NOT NULL, session INTEGER, kind TEXT NOT NULL,
     problem TEXT, data TEXT);
@@ -324,6 +326,22 @@ class CampaignDB:
     def baselines(self, problem: str) -> "BaselineSet | None":
         r = self.conn.execute("SELECT json FROM baselines WHERE problem=?", (problem,)).fetchone()
         return BaselineSet.from_dict(json.loads(r["json"])) if r else None
+
+    # -- hall of fame re-verified with the baselines interleaved (GPU campaigns) -------------------
+    def record_verified(self, problem: str, baselines: BaselineSet,
+                        measurements: "Sequence[Measurement]") -> None:
+        data = {"baselines": baselines.to_dict(), "measurements": [m.to_dict() for m in measurements]}
+        with self._tx():
+            self.conn.execute("INSERT OR REPLACE INTO verified(problem, json, created) VALUES (?,?,?)",
+                              (problem, _dumps(data), time.time()))
+            self._touch()
+
+    def verified(self, problem: str) -> "tuple[BaselineSet, list[Measurement]] | None":
+        r = self.conn.execute("SELECT json FROM verified WHERE problem=?", (problem,)).fetchone()
+        if not r:
+            return None
+        data = json.loads(r["json"])
+        return BaselineSet.from_dict(data["baselines"]), [Measurement.from_dict(m) for m in data["measurements"]]
 
     # -- policy log --------------------------------------------------------------------------------
     def log_policy(self, problem: str, round_: int, seq: int, policy: str, probabilities: Mapping[str, float],

@@ -48,6 +48,21 @@ def campaign_status(db: CampaignDB) -> dict[str, Any]:
             "policy_round": log[-1]["round"] if log else None,
             "simulated": bool(bs.simulated) if bs else bool(simulated),
         }
+        verified = db.verified(name)
+        if verified:
+            vbs, vms = verified
+            ok = [m for m in vms if m.ok]
+            vbest = min(ok, key=lambda m: m.time_us) if ok else None
+            vvendor = vbs.best("device")
+            entry["verified"] = {
+                "baselines": {n: t.median_us for n, t in vbs.device.items()},
+                "best_vendor": vvendor,
+                "best_genome_id": vbest.genome_id if vbest else None,
+                "best_us": vbest.time_us if vbest else None,
+                "spread": vbest.device.spread if vbest else None,
+                "speedup": (vvendor[1] / vbest.time_us) if vbest and vvendor else None,
+                "failed": {m.genome_id: m.status for m in vms if not m.ok},
+            }
         if best:
             genome, m = best[0]
             entry["best"] = {"genome_id": genome.id, "genome": genome.to_dict(), "short": genome.short(),
@@ -172,6 +187,21 @@ def render_report(status: dict[str, Any]) -> str:
         parts = ", ".join(f"{n} {_fmt_us(us)} -> {s['speedups'][n]:.3f}x"
                           for n, us in sorted(s["baselines"].items(), key=lambda t: t[1]))
         lines.append(f"- **{s['shape']}**: {parts or 'no baselines'}")
+    verified = [s for s in status["shapes"] if s.get("verified")]
+    if verified:
+        lines += ["", "## Hall of fame re-measured, interleaved with the baselines", "",
+                  "At the end of each shape its hall of fame was measured again in one run together with the "
+                  "vendor baselines (same process, same buffers, interleaved rounds). These are the figures "
+                  "to quote.", "", "| shape | best | spread | best vendor | speedup | not passing |",
+                  "|---|---|---|---|---|---|"]
+        for s in verified:
+            v = s["verified"]
+            bv = v.get("best_vendor")
+            lines.append(f"| {s['shape']} | {_fmt_us(v.get('best_us'))} | "
+                         f"{(format(v['spread'], '.1%') if v.get('spread') is not None else '-')} | "
+                         f"{(bv[0] + ' ' + _fmt_us(bv[1])) if bv else '-'} | "
+                         f"{(format(v['speedup'], '.3f') + 'x') if v.get('speedup') else '-'} | "
+                         f"{', '.join(f'{k[:8]} {st}' for k, st in v['failed'].items()) or '0'} |")
     lines += ["", "## Operator weights (last policy-log entry per shape)", ""]
     for s in status["shapes"]:
         if s["weights"]:

@@ -364,3 +364,42 @@ def test_hall_of_fame_keeps_one_entry_per_genome():
     m = Measurement(g.id, "p", STATUS_OK, device=Timing(5, 5, 5, 5))
     hof.update([Individual(g, m, 1.0), Individual(g, m, 1.0)])
     assert len(hof) == 1
+
+
+class GpuLikeEvaluator(FakeEvaluator):
+    """A fake that says it is real hardware and can re-measure with the baselines interleaved."""
+
+    simulated = False
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.interleaved: list[tuple[str, tuple[str, ...]]] = []
+
+    def evaluate(self, genomes, problem, with_baselines=False):
+        out = super().evaluate(genomes, problem)
+        if with_baselines:
+            self.interleaved.append((problem.name, tuple(g.id for g in genomes)))
+            return out, self.baselines(problem)
+        return out
+
+
+def test_gpu_campaigns_re_verify_the_hall_of_fame_once(tmp_path):
+    folder = tmp_path / "c"
+    result, ev = run(folder, small_config(), evaluator=GpuLikeEvaluator(seed=0))
+    shapes = [s for s in result.states]
+    assert sorted(name for name, _ in ev.interleaved) == sorted(shapes)
+    for name, ids in ev.interleaved:
+        hof = json.loads((folder / "hall_of_fame" / f"{name}.json").read_text())
+        assert set(ids) == {e["genome"]["id"] for e in hof}
+        (count,) = rows(folder, "SELECT COUNT(*) FROM verified WHERE problem=?", name)[0]
+        assert count == 1
+    report = (folder / "report.md").read_text()
+    assert "re-measured, interleaved with the baselines" in report
+    # a resume of the finished campaign does not measure again
+    _, ev2 = run(folder, small_config(), evaluator=GpuLikeEvaluator(seed=0), mode="resume")
+    assert ev2.interleaved == [] and ev2.calls == []
+
+
+def test_simulated_campaigns_do_not_re_verify(tmp_path):
+    run(tmp_path / "c", small_config())
+    assert rows(tmp_path / "c", "SELECT COUNT(*) FROM verified")[0][0] == 0
