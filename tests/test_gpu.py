@@ -69,3 +69,39 @@ def test_planted_out_of_bounds_write_and_hang_are_caught(evaluator):
     # and the evaluator keeps working afterwards
     [again] = evaluator.evaluate([good], Problem(256, 256, 256))
     assert again.status == STATUS_OK
+
+
+def test_short_campaign_runs_on_the_gpu_and_re_verifies(tmp_path):
+    """The engine, the GPU evaluator and the final interleaved re-measurement, end to end."""
+    import sqlite3
+
+    from evolution.campaign import create_campaign, run_campaign
+    from experiments.schema import parse_campaign
+
+    class Quiet:
+        def update(self, rows, simulated=None, evaluator=None):
+            pass
+
+    data = {
+        "name": "gpu-smoke", "seed": 3, "shapes": ["2048x2048x2048"],
+        "budget": {"evaluations_per_shape": 8},
+        "population": {"size": 4, "islands": 1, "offspring": 4, "elite": 1, "migration_size": 0,
+                       "seed_fraction": 1.0},
+        "operators": [{"name": "param_mutate", "params": {"kinds": ["runtime"]}}],
+        "selection": {"policy": "thompson"},
+        "evaluator": {"backend": "gpu", "timing": QUICK},
+    }
+    config = parse_campaign(data, base_dir=tmp_path)
+    folder = tmp_path / "campaign"
+    create_campaign(config, folder)
+    result = run_campaign(folder, progress=Quiet())
+    state = result.states["2048x2048x2048"]
+    assert state.evaluations == 8 and state.best is not None
+    conn = sqlite3.connect(str(folder / "campaign.db"))
+    statuses = dict(conn.execute("SELECT status, COUNT(*) FROM evaluations GROUP BY status").fetchall())
+    (verified,) = conn.execute("SELECT COUNT(*) FROM verified").fetchone()
+    conn.close()
+    print(statuses, state.best.time_us, state.best_vendor_us)
+    assert statuses.get("ok", 0) >= 6 and verified == 1
+    report = (folder / "report.md").read_text()
+    assert "re-measured, interleaved with the baselines" in report and "Simulated" not in report
