@@ -21,7 +21,7 @@ from typing import Any, Sequence
 from genome import Genome, Problem, get_space
 
 from .api import (STATUS_COMPILE_FAILED, STATUS_CRASHED, STATUS_INVALID, STATUS_OK, STATUS_REJECTED,
-                  STATUS_TIMEOUT, STATUS_UNSUPPORTED, STATUS_WRONG, BaselineSet, Measurement, Timing)
+                  STATUS_TIMEOUT, BaselineSet, Measurement, Timing)
 from .compile import BuildResult, Compiler
 
 BASELINES = ("torch_tn", "torch_nn", "cublaslt_heuristic", "cublaslt_autotuned")

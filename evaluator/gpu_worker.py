@@ -520,7 +520,7 @@ class Worker:
         for cand in cands:
             if cand.exe is not None:
                 self.cuda.destroy_graph(cand.graph, cand.exe)
-        del sets
+        sets.clear()  # free the input sets before returning the cache to the driver
         torch.cuda.empty_cache()
         return {"type": "result", "problem": req["problem"], "n_sets": n_sets,
                 "kernels": {c.id: c.result for c in cands if c.kind == "kernel"},
@@ -592,7 +592,6 @@ class Worker:
             else:
                 cand.lt_index = best[1]
                 cand.result.update(algorithm_index=best[1], algorithms_timed=tried)
-        del s, ref
 
 
 def _summary(samples: list[float]) -> dict:

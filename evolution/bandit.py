@@ -34,14 +34,13 @@ No module-level mutable state: `make_policy` builds a fresh registry on each cal
 
 from __future__ import annotations
 
-import inspect
 import math
 import random
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from genome.registry import Registry
+from genome.registry import Registry, check_params
 
 STATE_VERSION = 1
 DEFAULT_REWARD_CLIP = (-2.0, 2.0)
@@ -52,7 +51,7 @@ __all__ = [
 ]
 
 
-def _sample_index(rng: random.Random, probs: Sequence[float]) -> int:
+def sample_index(rng: random.Random, probs: Sequence[float]) -> int:
     """Draw an index with the given probabilities using exactly one `rng.random()`."""
     total = float(sum(probs))
     if not total > 0:
@@ -330,7 +329,7 @@ class UniformPolicy(OperatorPolicy):
         return {a: self.priors[a] / total for a in self.arms}
 
     def _select(self, rng: random.Random) -> str:
-        return self.arms[_sample_index(rng, [self.priors[a] for a in self.arms])]
+        return self.arms[sample_index(rng, [self.priors[a] for a in self.arms])]
 
 
 class _CountingPolicy(OperatorPolicy):
@@ -554,7 +553,7 @@ class SoftmaxPolicyGradient(OperatorPolicy):
         return dict(zip(self.arms, self._pi()))
 
     def _select(self, rng: random.Random) -> str:
-        return self.arms[_sample_index(rng, self._pi())]
+        return self.arms[sample_index(rng, self._pi())]
 
     def _learn(self, arm: str, reward: float) -> None:
         if self._baseline_count <= 0:
@@ -639,21 +638,9 @@ def make_policy(name: str, arms: Sequence[str], priors: "Mapping[str, float] | N
     """Build a policy by name ("uniform", "ucb", "thompson", "softmax_pg") or import path
     "package.module:Class". Unknown parameters raise ValueError naming them and the allowed ones."""
     factory: Callable[..., Any] = policy_registry().resolve(name)
-    if isinstance(factory, type) and issubclass(factory, OperatorPolicy):
-        policy = factory(arms, priors, **params)  # validates its parameters itself
-    else:
-        try:
-            sig = inspect.signature(factory)
-        except (TypeError, ValueError):
-            sig = None
-        if sig is not None and not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
-            allowed = [p for p, v in sig.parameters.items()
-                       if v.kind in (v.KEYWORD_ONLY, v.POSITIONAL_OR_KEYWORD) and p not in ("self", "arms", "priors")]
-            for key in params:
-                if key not in allowed:
-                    raise ValueError(f"selection policy {name!r} has no parameter {key!r}; "
-                                     f"allowed: {', '.join(allowed) or '(none)'}")
-        policy = factory(arms, priors, **params)
+    if not (isinstance(factory, type) and issubclass(factory, OperatorPolicy)):  # built-ins validate themselves
+        check_params(factory, params, ("arms", "priors"), f"selection policy {name!r}")
+    policy = factory(arms, priors, **params)
     for method in ("choose", "update", "probabilities", "stats", "state_dict", "load_state_dict", "warm_start"):
         if not callable(getattr(policy, method, None)):
             raise ValueError(f"selection policy {name!r} built an object without {method}(): {policy!r}")

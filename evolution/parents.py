@@ -18,6 +18,8 @@ import numpy as np
 
 from genome import Genome, SearchSpace
 
+from .bandit import sample_index
+
 __all__ = ["novelty", "distance", "selection_weights", "select_parents", "DEFAULT_WEIGHTS"]
 
 DEFAULT_WEIGHTS = {"fitness_weight": 1.0, "novelty_weight": 0.3, "temperature": 0.5}
@@ -151,20 +153,6 @@ def selection_weights(candidates: Sequence[tuple[Genome, float]], space: SearchS
     return [float(p) for p in _probs(_logits(candidates, space, w))]
 
 
-def _draw(rng: random.Random, probs: np.ndarray) -> int:
-    u = rng.random()
-    acc = 0.0
-    last = 0
-    for i, p in enumerate(probs):
-        if p <= 0:
-            continue
-        last = i
-        acc += float(p)
-        if u < acc:
-            return i
-    return last
-
-
 def select_parents(candidates: Sequence[tuple[Genome, float]], k: int, rng: random.Random,
                    space: SearchSpace, **weights: Any) -> list[Genome]:
     """Draw `k` parents with replacement, with `selection_weights` probabilities (one
@@ -179,7 +167,7 @@ def select_parents(candidates: Sequence[tuple[Genome, float]], k: int, rng: rand
     if k == 0:
         return []
     genomes = [g for g, _ in candidates]
-    picks = [_draw(rng, probs) for _ in range(k)]
+    picks = [sample_index(rng, probs) for _ in range(k)]
     if k == 2:
         first_id = genomes[picks[0]].id
         others = [i for i, g in enumerate(genomes) if g.id != first_id]
@@ -187,5 +175,5 @@ def select_parents(candidates: Sequence[tuple[Genome, float]], k: int, rng: rand
             sub = np.array([logits[i] for i in others])
             if not np.isfinite(sub).any():  # only unusable others left: take them uniformly
                 sub = np.zeros(len(others))
-            picks[1] = others[_draw(rng, _probs(sub))]
+            picks[1] = others[sample_index(rng, _probs(sub))]
     return [genomes[i] for i in picks]

@@ -21,7 +21,7 @@ import warnings
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from genome import Genome, InvalidGenome, Offspring, Problem, SearchSpace
-from genome.registry import Registry
+from genome.registry import Registry, check_params
 from evaluator.api import Measurement
 
 __all__ = ["SearchStrategy", "RandomSearch", "OptunaTPE", "make_strategy", "strategy_registry",
@@ -421,18 +421,6 @@ def strategy_registry() -> Registry:
 def make_strategy(name: str, space: SearchSpace, problem: Problem, seed: int, **params: Any) -> SearchStrategy:
     """Build a strategy by name ("random_search", "optuna_tpe") or import path; unknown
     parameters raise ValueError naming them and the allowed ones."""
-    import inspect
     factory = strategy_registry().resolve(name)
-    try:
-        sig = inspect.signature(factory)
-    except (TypeError, ValueError):
-        sig = None
-    if sig is not None and not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
-        allowed = [p for p, v in sig.parameters.items()
-                   if v.kind in (v.KEYWORD_ONLY, v.POSITIONAL_OR_KEYWORD)
-                   and p not in ("self", "space", "problem", "seed")]
-        for key in params:
-            if key not in allowed:
-                raise ValueError(f"search strategy {name!r} has no parameter {key!r}; "
-                                 f"allowed: {', '.join(allowed) or '(none)'}")
+    check_params(factory, params, ("space", "problem", "seed"), f"search strategy {name!r}")
     return factory(space, problem, seed, **params)

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-import yaml
 
 from genome import Genome, Problem, get_space
 
@@ -37,30 +36,15 @@ class BenchError(ValueError):
 # -- inputs ---------------------------------------------------------------------------------------
 
 def load_suite(path: "str | Path", groups: "Sequence[str] | None" = None) -> list[Problem]:
+    """The shapes of a suite file (the campaign schema's reader), with errors as BenchError."""
+    from experiments.schema import load_suite as read_suite
     path = Path(path)
     if not path.exists():
         raise BenchError(f"suite file not found: {path}")
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise BenchError(f"{path}: not valid YAML: {exc}") from exc
-    if not isinstance(data, dict) or "shapes" not in data:
-        raise BenchError(f"{path}: a suite is a mapping with 'shapes' (a list, or groups of lists)")
-    shapes = data["shapes"]
-    if isinstance(shapes, dict):
-        unknown = set(groups or ()) - set(shapes)
-        if unknown:
-            raise BenchError(f"{path}: no group(s) {sorted(unknown)}; groups: {', '.join(shapes)}")
-        items = [s for name, group in shapes.items() if not groups or name in groups for s in group]
-    else:
-        items = list(shapes)
-    problems = []
-    for item in items:
-        try:
-            problems.append(Problem.parse(item))
-        except (ValueError, TypeError) as exc:
-            raise BenchError(f"{path}: bad shape {item!r}: {exc}") from exc
-    return problems
+        return read_suite(path, groups)
+    except ValueError as exc:
+        raise BenchError(str(exc)) from exc
 
 
 def load_kernels(paths: Iterable["str | Path"]) -> list[Genome]:

@@ -7,7 +7,8 @@ the built-ins, then add plug-ins named in the campaign YAML.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Generic, Iterator, TypeVar
+import inspect
+from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, TypeVar
 
 T = TypeVar("T")
 
@@ -67,3 +68,23 @@ class Registry(Generic[T]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(sorted(self._entries))
+
+
+def check_params(factory: Callable[..., Any], params: Mapping[str, Any], positional: Iterable[str],
+                 what: str) -> None:
+    """Refuse keyword parameters a plug-in factory does not take, naming the allowed ones.
+
+    `positional` are the arguments the caller passes itself (not the user's to set); a factory
+    that takes **kwargs, or whose signature cannot be read, is not checked."""
+    try:
+        sig = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return
+    reserved = {"self", *positional}
+    allowed = [n for n, p in sig.parameters.items()
+               if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and n not in reserved]
+    for key in params:
+        if key not in allowed:
+            raise ValueError(f"{what} has no parameter {key!r}; allowed: {', '.join(allowed) or '(none)'}")

@@ -8,7 +8,7 @@ import pytest
 
 from experiments.bench import BenchError, aggregate, geomean, load_kernels, load_suite, run_bench
 from evaluator.simulator import SimulatedEvaluator
-from genome import Genome, Problem
+from genome import Problem
 
 REPO = Path(__file__).resolve().parent.parent
 SUITE = REPO / "experiments" / "suites" / "public.yaml"
@@ -22,7 +22,7 @@ def test_load_suite_groups_and_errors(tmp_path):
         load_suite(SUITE, ["nope"])
     bad = tmp_path / "bad.yaml"
     bad.write_text("shapes: [[1, 2]]\n")
-    with pytest.raises(BenchError, match="bad shape"):
+    with pytest.raises(BenchError, match=r"shape #1 \[1, 2\]"):
         load_suite(bad)
     with pytest.raises(BenchError, match="not found"):
         load_suite(tmp_path / "missing.yaml")

@@ -7,7 +7,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 from engine_helpers import REPO, cli_env, fingerprint
 

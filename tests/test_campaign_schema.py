@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from experiments.schema import CampaignError, load_campaign, parse_campaign
 
@@ -187,16 +188,18 @@ def test_shapes_or_suite_exactly_one(tmp_path):
 
 
 def test_suite_relative_path_groups_and_upward_search(tmp_path):
-    # the shipped campaign: ../shared/suites/public.yaml relative to the repository
+    # the shipped campaign: the repository's copy of the public suite
     config = load_campaign(CAMPAIGNS / "h200-public.yaml")
     assert len(config.problems) == 28 and config.evaluator.backend == "gpu"
-    # a copy somewhere else finds shared/suites/public.yaml by searching upward
-    shared = REPO.parent / "shared" / "suites" / "public.yaml"
+    # a campaign elsewhere finds shared/suites/public.yaml by searching upward
+    shared = REPO / "experiments" / "suites" / "public.yaml"
     (tmp_path / "shared" / "suites").mkdir(parents=True)
     shutil.copy(shared, tmp_path / "shared" / "suites" / "public.yaml")
     deep = tmp_path / "checkout" / "experiments" / "campaigns"
     deep.mkdir(parents=True)
-    text = (CAMPAIGNS / "h200-public.yaml").read_text()
+    text = (CAMPAIGNS / "h200-public.yaml").read_text().replace("suite: ../suites/public.yaml",
+                                                                "suite: ../shared/suites/public.yaml")
+    assert "suite: ../shared/suites/public.yaml" in text
     (deep / "h.yaml").write_text(text)
     config = load_campaign(deep / "h.yaml")
     assert config.suite is not None and Path(config.suite.path) == (tmp_path / "shared/suites/public.yaml").resolve()
@@ -253,3 +256,11 @@ def test_policy_and_strategy_params_are_checked(tmp_path):
         strategy: {name: evolution, params: {size: 3}}
     """)
     assert errs[0].startswith("strategy.params:") and "must be empty" in errs[0]
+
+
+def test_bundled_suite_matches_the_shared_one():
+    shared = REPO.parent / "shared" / "suites" / "public.yaml"
+    if not shared.exists():
+        pytest.skip("no ../shared/suites/public.yaml beside this checkout")
+    bundled = REPO / "experiments" / "suites" / "public.yaml"
+    assert yaml.safe_load(bundled.read_text()) == yaml.safe_load(shared.read_text())

@@ -1,4 +1,3 @@
-import json
 import subprocess
 import sys
 import time

@@ -20,7 +20,7 @@ from evolution.population import Individual, Island, make_hall_of_fame, migrate_
 from evolution.registry import build_operators
 from evolution.seeding import nearest_shapes, shape_distance
 from experiments.schema import parse_campaign
-from genome import Genome, Offspring, Problem, get_space
+from genome import Genome, Problem, get_space
 
 
 SEED_0_EVALUATOR = 1371907396346114145

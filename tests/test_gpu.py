@@ -1,6 +1,5 @@
 """Tests on a real Hopper GPU (pytest -m gpu). They skip cleanly without one."""
 
-import glob
 from pathlib import Path
 
 import pytest

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import evolution.db as dbmod
-from engine_helpers import REPO, FakeEvaluator, cli_env, db_count, fingerprint, small_config
+from engine_helpers import REPO, cli_env, db_count, fingerprint, small_config
 from evolution.campaign import create_campaign, run_campaign
 from experiments.schema import parse_campaign
 
