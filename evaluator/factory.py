@@ -30,6 +30,9 @@ def gpu_available() -> "tuple[bool, str]":
             driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0)
         if err == driver.CUresult.CUDA_SUCCESS and major < 9:
             return False, f"GPU 0 has compute capability {major}.x; sm90_cutlass kernels need 9.0 (Hopper)"
+        import importlib.util
+        if importlib.util.find_spec("torch") is None:
+            return False, "PyTorch is not installed; the GPU evaluator needs it (pip install 'evogemm[gpu]')"
         return True, f"{count} CUDA device(s)"
     except Exception as exc:  # a missing or broken driver must not crash the CLI
         text = str(exc)

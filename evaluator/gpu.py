@@ -24,8 +24,15 @@ from .api import (STATUS_COMPILE_FAILED, STATUS_CRASHED, STATUS_INVALID, STATUS_
                   STATUS_TIMEOUT, BaselineSet, Measurement, Timing)
 from .compile import BuildResult, Compiler
 
-BASELINES = ("torch_tn", "torch_nn", "cublaslt_heuristic", "cublaslt_autotuned")
+# MEASURE.md's best vendor: torch.matmul, cuBLASLt heuristic top-1 and cuBLASLt autotuned, each in
+# the TN (W as given) and NN (W^T stored) formulations, all with fp32 compute.
+BASELINES = ("torch_tn", "torch_nn", "cublaslt_heuristic", "cublaslt_heuristic_nn", "cublaslt_autotuned",
+             "cublaslt_autotuned_nn")
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class WorkerStartError(RuntimeError):
+    """The GPU worker process could not start (no torch, no usable GPU, a broken driver)."""
 
 
 class WorkerDied(Exception):
@@ -52,15 +59,24 @@ class Worker:
         env["PYTHONUNBUFFERED"] = "1"
         env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         stderr = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        self.proc = subprocess.Popen([sys.executable, "-m", self.module], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=stderr, text=True, env=env,
-                                     start_new_session=True)
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", self.module], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=stderr, text=True, env=env,
+                                         start_new_session=True)
+        finally:
+            if stderr is not subprocess.DEVNULL:
+                stderr.close()  # the child holds its own copy
         self._lines = queue.Queue()
         threading.Thread(target=self._pump, args=(self.proc, self._lines), daemon=True).start()
-        msg = self.read(self.start_timeout_s)
+        try:
+            msg = self.read(self.start_timeout_s)
+        except TimeoutError:
+            msg = {"error": f"no answer in {self.start_timeout_s:.0f} s"}
         if msg is None or msg.get("type") != "ready":
             self.kill()
-            raise RuntimeError(f"GPU worker did not start: {msg}")
+            why = (msg or {}).get("error") or "it exited at once"
+            log = f"; its log: {self.log_path}" if self.log_path else ""
+            raise WorkerStartError(f"the GPU worker did not start: {why}{log}")
         self.info = msg.get("info", {})
 
     @staticmethod

@@ -33,6 +33,7 @@ from the database, not re-decided.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import math
 import random
 import time
@@ -303,14 +304,13 @@ class Engine:
         the report quotes these figures. Skipped on the simulator and when already recorded."""
         if self.simulated or not len(state.hof) or self.db.verified(state.name) is not None:
             return
-        evaluate = getattr(self.evaluator, "evaluate", None)
-        try:
-            genomes = [ind.genome for ind in state.hof]
-            self.log(f"{state.name}: re-verifying the hall of fame ({len(genomes)} kernels) interleaved "
-                     "with the vendor baselines")
-            measurements, baselines = evaluate(genomes, state.problem, with_baselines=True)
-        except TypeError:  # an evaluator plug-in without interleaved baselines
+        if "with_baselines" not in inspect.signature(self.evaluator.evaluate).parameters:
+            self.log(f"{state.name}: the evaluator cannot measure baselines interleaved; hall of fame not re-verified")
             return
+        genomes = [ind.genome for ind in state.hof]
+        self.log(f"{state.name}: re-verifying the hall of fame ({len(genomes)} kernels) interleaved "
+                 "with the vendor baselines")
+        measurements, baselines = self.evaluator.evaluate(genomes, state.problem, with_baselines=True)
         for m in measurements:
             m.problem = state.name
         self.db.record_verified(state.name, baselines, measurements)

@@ -66,6 +66,10 @@ def load_kernels(paths: Iterable["str | Path"]) -> list[Genome]:
             files = [path]
         for f in files:
             for g in _genomes_in(f):
+                try:
+                    get_space(g.family)
+                except ValueError as exc:
+                    raise BenchError(f"{f}: {exc}") from exc
                 out.setdefault(g.id, g)
     return list(out.values())
 
@@ -125,14 +129,17 @@ def geomean(xs: Sequence[float]) -> float:
 
 
 def aggregate(results: Sequence[ShapeResult], against: str = "best_vendor") -> dict:
+    """Geomean / mean / wins / worst over the shapes where some kernel passed; `missing` names the
+    shapes where none did (a caller would fall back to the vendor library there)."""
     pairs = [(r.problem.name, r.speedups().get(against)) for r in results]
+    missing = [n for n, s in pairs if not s]
     pairs = [(n, s) for n, s in pairs if s]
     if not pairs:
-        return {"against": against, "shapes": 0}
+        return {"against": against, "shapes": 0, "of": len(results), "missing": missing}
     values = [s for _, s in pairs]
     worst = min(pairs, key=lambda p: p[1])
-    return {"against": against, "shapes": len(pairs), "geomean": geomean(values),
-            "mean": sum(values) / len(values), "wins": sum(1 for v in values if v > 1.0),
+    return {"against": against, "shapes": len(pairs), "of": len(results), "missing": missing,
+            "geomean": geomean(values), "mean": sum(values) / len(values), "wins": sum(1 for v in values if v > 1.0),
             "worst": worst[1], "worst_shape": worst[0], "best": max(values)}
 
 
@@ -150,14 +157,14 @@ def run_bench(problems: Sequence[Problem], kernels: Sequence[Genome], evaluator,
         by_id = {}
     for i, problem in enumerate(problems, 1):
         start = time.monotonic()
-        valid = [g for g in kernels if get_space(g.family).is_valid(g, problem)]
+        # every kernel goes to the evaluator, which answers "invalid" (with the rule) where one cannot run
         if hasattr(evaluator, "build"):
-            measurements, baselines = evaluator.evaluate(valid, problem, builds=[by_id[g.id] for g in valid],
+            measurements, baselines = evaluator.evaluate(kernels, problem, builds=list(by_id.values()),
                                                          with_baselines=True)
         else:
             baselines = evaluator.baselines(problem)
-            measurements = evaluator.evaluate(valid, problem)
-        result = ShapeResult(problem, baselines, list(zip(valid, measurements)))
+            measurements = evaluator.evaluate(kernels, problem)
+        result = ShapeResult(problem, baselines, list(zip(kernels, measurements)))
         results.append(result)
         best = result.best()
         vendor = baselines.best_vendor_us
@@ -188,7 +195,9 @@ def render_markdown(results: Sequence[ShapeResult], meta: dict, ceiling: float) 
     names = sorted({n for r in results for n in r.baselines.device})
     lines = [f"# evogemm bench{sim}", "",
              f"- date: {meta['date']}", f"- device: {meta['device']}", f"- command: `{meta['command']}`",
-             f"- kernels: {meta['n_kernels']}; shapes: {len(results)}; timing: {meta['timing_note']}", "",
+             f"- kernels: {meta['n_kernels']}; shapes: {len(results)}; timing: {meta['timing_note']}",
+             *([f"- WARNING: timing below MEASURE.md's protocol ({', '.join(meta['below_protocol'])}); "
+                "indicative only"] if meta.get("below_protocol") else []), "",
              "Device time in microseconds (CUDA-graph replay, rotated inputs, median of repeats; spread = "
              "(max-min)/median). Speedup = baseline time / best kernel time.", ""]
     head = ["shape"] + names + ["best vendor", "best kernel", "spread", "TFLOP/s", "% ceiling", "vs torch",
@@ -215,7 +224,9 @@ def render_markdown(results: Sequence[ShapeResult], meta: dict, ceiling: float) 
         if a.get("shapes"):
             lines.append(f"- vs {against}: geomean {a['geomean']:.3f}x, arithmetic mean {a['mean']:.3f}x, "
                          f"wins {a['wins']}/{a['shapes']}, worst {a['worst']:.3f}x ({a['worst_shape']}), "
-                         f"best {a['best']:.3f}x")
+                         f"best {a['best']:.3f}x"
+                         + (f"; over {a['shapes']} of {a['of']} shapes, no passing kernel for "
+                            f"{', '.join(a['missing'])}" if a["missing"] else ""))
     if meta.get("simulated"):
         lines.append("- SIMULATED: no kernel ran and no output was checked; times are the analytic model's")
         return "\n".join(lines) + "\n"
@@ -298,10 +309,26 @@ def cmd_bench(args: argparse.Namespace) -> int:
         kernels = load_kernels(args.kernels or [])
     except (BenchError, ValueError) as exc:
         raise CliError(str(exc)) from exc
-    timing = json.loads(args.timing) if args.timing else {}
+    from evaluator.gpu_worker import check_timing
+    try:
+        timing = json.loads(args.timing) if args.timing else {}
+        if not isinstance(timing, dict):
+            raise ValueError("it must be a JSON object")
+    except ValueError as exc:
+        raise CliError(f"--timing is not a JSON object of timing options: {exc}") from exc
     if args.quick:
         timing = {"repeats": 5, "warmup_s": 1.0, "server_samples": 5, "call_samples": 10, "autotune_algos": 30, **timing}
+    try:
+        below = check_timing(timing)
+    except ValueError as exc:
+        raise CliError(f"--timing: {exc}") from exc
+    if below:
+        print(f"warning: timing below MEASURE.md's protocol ({', '.join(below)}): figures are indicative only",
+              flush=True)
     modes = tuple(m for m in args.modes.split(",") if m)
+    bad_modes = sorted(set(modes) - {"device", "server", "call"})
+    if bad_modes or "device" not in modes:
+        raise CliError(f"--modes {args.modes!r}: allowed device, server, call (device is always needed)")
     try:
         evaluator = make_evaluator(args.backend, timing=timing, modes=modes, seed=args.seed,
                                    log_dir=args.out, cache_dir=args.cache)
@@ -317,6 +344,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     meta = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "device": device,
             "simulated": bool(evaluator.simulated), "command": "evogemm " + " ".join(sys.argv[1:]),
             "n_kernels": len(kernels), "host": platform.node(), "timing": timing, "modes": list(modes),
+            "below_protocol": below,
             "timing_note": ("analytic model (simulated), no timing" if evaluator.simulated else
                             "graph replay, >=3x L2 rotation, >=1 s warm-up, interleaved; " + json.dumps(timing))}
     paths = write_outputs(results, Path(args.out), meta, args.ceiling)

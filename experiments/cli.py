@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import sqlite3
 import json
 import sys
 import time
@@ -146,10 +148,17 @@ def main(argv: "Sequence[str] | None" = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    from evaluator.compile import ToolchainError
+    from evaluator.factory import NoGpuError
+    from evaluator.gpu import WorkerStartError
+    expected = (CliError, ValueError, ToolchainError, NoGpuError, WorkerStartError, sqlite3.DatabaseError, OSError)
     try:
         return int(args.func(args) or 0)
-    except CliError as exc:
-        print(f"evogemm {args.command}: error: {exc}", file=sys.stderr)
+    except expected as exc:
+        if os.environ.get("EVOGEMM_DEBUG") and not isinstance(exc, CliError):
+            raise
+        hint = "" if isinstance(exc, CliError) else " (EVOGEMM_DEBUG=1 shows the traceback)"
+        print(f"evogemm {args.command}: error: {exc}{hint}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"evogemm {args.command}: interrupted", file=sys.stderr)

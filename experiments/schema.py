@@ -390,6 +390,13 @@ class EvaluatorConfig(Strict):
     timing: dict[str, Any] = Field(default_factory=dict, description="timing options, passed through")
     options: dict[str, Any] = Field(default_factory=dict, description="other evaluator constructor options")
 
+    @field_validator("timing")
+    @classmethod
+    def _timing(cls, timing: dict[str, Any]) -> dict[str, Any]:
+        from evaluator.gpu_worker import check_timing
+        check_timing(timing)  # unknown keys and bad values are errors; low values only warn in reports
+        return timing
+
     @field_validator("backend")
     @classmethod
     def _backend(cls, name: str) -> str:

@@ -43,8 +43,27 @@ def test_load_kernels_from_files_folders_and_campaign_dirs(tmp_path):
 
 
 def test_geomean_and_aggregate_arithmetic():
+    from evaluator.api import BaselineSet, Measurement, Timing
+    from experiments.bench import ShapeResult
     assert geomean([2.0, 0.5]) == pytest.approx(1.0)
     assert geomean([4.0]) == pytest.approx(4.0)
+    g = load_kernels([REPO / "experiments" / "genomes"])[0]
+
+    def shape(name, vendor_us, kernel_us):
+        bs = BaselineSet(problem=name, device={"torch_tn": Timing(vendor_us * 1.1, vendor_us, vendor_us, 5),
+                                               "cublaslt_autotuned": Timing(vendor_us, vendor_us, vendor_us, 5)})
+        ms = [] if kernel_us is None else [(g, Measurement(g.id, name, "ok", device=Timing(kernel_us, kernel_us,
+                                                                                              kernel_us, 5)))]
+        return ShapeResult(Problem.parse(name), bs, ms)
+
+    results = [shape("64x64x64", 10.0, 5.0), shape("128x128x128", 10.0, 20.0), shape("256x256x256", 10.0, 8.0),
+               shape("512x512x512", 10.0, None)]
+    a = aggregate(results)
+    assert a["shapes"] == 3 and a["of"] == 4 and a["missing"] == ["512x512x512"]
+    assert a["geomean"] == pytest.approx((2.0 * 0.5 * 1.25) ** (1 / 3))
+    assert a["mean"] == pytest.approx((2.0 + 0.5 + 1.25) / 3)
+    assert a["wins"] == 2 and a["worst"] == pytest.approx(0.5) and a["worst_shape"] == "128x128x128"
+    assert aggregate(results, "torch")["geomean"] == pytest.approx((2.2 * 0.55 * 1.375) ** (1 / 3))
 
 
 def test_simulated_bench_end_to_end(tmp_path):
@@ -59,11 +78,14 @@ def test_simulated_bench_end_to_end(tmp_path):
     data = json.loads((out / "bench.json").read_text())
     assert data["meta"]["simulated"] is True and len(data["shapes"]) == 4
     unaligned = [s for s in data["shapes"] if s["problem"] == "1000x1000x1001"][0]
-    assert unaligned["kernels"] == [] and unaligned["best"] is None  # every sm90 genome refuses K=1001
+    assert unaligned["best"] is None and unaligned["kernels"]  # every sm90 genome refuses K=1001, saying why
+    assert all(k["measurement"]["status"] == "invalid" and "K=1001" in k["measurement"]["reason"]
+               for k in unaligned["kernels"])
     rows = list(csv.DictReader((out / "bench.csv").open()))
     assert rows and all(r["simulated"] == "True" for r in rows)
     agg = data["aggregate"]["best_vendor"]
-    assert agg["shapes"] == 3 and agg["geomean"] > 0 and 0 <= agg["wins"] <= 3
+    assert agg["shapes"] == 3 and agg["of"] == 4 and agg["missing"] == ["1000x1000x1001"]
+    assert "no passing kernel for 1000x1000x1001" in md
 
 
 def test_run_bench_speedups_are_baseline_over_kernel():

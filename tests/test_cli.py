@@ -48,3 +48,29 @@ def test_render_writes_source(tmp_path):
     Genome.make("sm90_cutlass", dict(space.default_params(), schedule="pingpong")).save(path)
     out = run("render", str(path), "-o", str(tmp_path / "k.cu"))
     assert out.returncode == 0 and "evogemm_run" in (tmp_path / "k.cu").read_text()
+
+
+def test_bad_input_is_one_line_and_exit_2_never_a_traceback(tmp_path):
+    nope = tmp_path / "nope.json"
+    nope.write_text('{"family": "nope", "params": {}}')
+    good = tmp_path / "good.json"
+    space = get_space("sm90_cutlass")
+    Genome.make("sm90_cutlass", dict(space.default_params(), schedule="pingpong")).save(good)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "campaign.db").write_bytes(b"")
+    cases = [
+        (("compile", str(nope)), "unknown template family 'nope'"),
+        (("render", str(nope)), "unknown template family 'nope'"),
+        (("compile", str(good), "--shape", "12x"), "cannot read shape '12x'"),
+        (("bench", "--shapes", "64x64x64", "--kernels", str(nope), "--backend", "simulator"), "unknown template family"),
+        (("bench", "--shapes", "64x64x64", "--timing", "{bad", "--backend", "simulator"), "--timing is not a JSON object"),
+        (("bench", "--shapes", "64x64x64", "--timing", '{"repeat": 3}', "--backend", "simulator"), "unknown timing option"),
+        (("bench", "--shapes", "64x64x64", "--modes", "bogus", "--backend", "simulator"), "--modes"),
+        (("status", str(empty)), "error"),
+    ]
+    for args, words in cases:
+        out = run(*args)
+        assert out.returncode == 2, (args, out.stdout, out.stderr)
+        assert "Traceback" not in out.stderr and words in out.stderr, (args, out.stderr)
+        assert len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)

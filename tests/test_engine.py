@@ -395,6 +395,7 @@ def test_gpu_campaigns_re_verify_the_hall_of_fame_once(tmp_path):
         assert count == 1
     report = (folder / "report.md").read_text()
     assert "re-measured, interleaved with the baselines" in report
+    assert "**re-verified, interleaved with the baselines: geomean" in report
     # a resume of the finished campaign does not measure again
     _, ev2 = run(folder, small_config(), evaluator=GpuLikeEvaluator(seed=0), mode="resume")
     assert ev2.interleaved == [] and ev2.calls == []
