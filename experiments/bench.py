@@ -359,7 +359,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--suite", help="suite YAML (e.g. ../shared/suites/public.yaml)")
     p.add_argument("--groups", help="comma-separated groups of the suite to include (default all)")
     p.add_argument("--shapes", nargs="*", help="shapes MxNxK")
-    p.add_argument("--kernels", nargs="*", help="genome JSON files, folders of them, a campaign dir or an exported package")
+    p.add_argument("--kernels", nargs="*", help="genome JSON files, folders of them, or a campaign dir (its hall_of_fame/)")
     p.add_argument("--modes", default="device,server,call", help="timing modes (default device,server,call)")
     p.add_argument("--backend", default="auto", choices=("auto", "gpu", "simulator"))
     p.add_argument("--out", default="bench-out", help="output folder for bench.json, bench.csv, bench.md")
