@@ -81,6 +81,17 @@ def _check_tell(offspring: Offspring, measurement: Measurement) -> str:
     return gid
 
 
+def _check_state(strategy: Any, state: Any) -> None:
+    """Refuse a saved state of another strategy, version, family or problem."""
+    if not isinstance(state, Mapping) or state.get("strategy") != strategy.name:
+        raise ValueError(f"not a {strategy.name} state")
+    if state.get("version") != STATE_VERSION:
+        raise ValueError(f"{strategy.name} state version {state.get('version')!r} is not {STATE_VERSION}")
+    if state["family"] != strategy.space.family or state["problem"] != strategy.problem.name:
+        raise ValueError(f"state is for {state['family']} on {state['problem']}, "
+                         f"this strategy searches {strategy.space.family} on {strategy.problem.name}")
+
+
 class RandomSearch:
     """Uniformly drawn valid genomes (`space.sample`, valid for the problem), never an id twice.
 
@@ -150,13 +161,7 @@ class RandomSearch:
         }
 
     def load_state_dict(self, state: dict) -> None:
-        if not isinstance(state, Mapping) or state.get("strategy") != self.name:
-            raise ValueError(f"not a {self.name} state")
-        if state.get("version") != STATE_VERSION:
-            raise ValueError(f"{self.name} state version {state.get('version')!r} is not {STATE_VERSION}")
-        if state["family"] != self.space.family or state["problem"] != self.problem.name:
-            raise ValueError(f"state is for {state['family']} on {state['problem']}, "
-                             f"this strategy searches {self.space.family} on {self.problem.name}")
+        _check_state(self, state)
         self.seed = int(state["seed"])
         self.max_retries = int(state["max_retries"])
         self._rng = random.Random()
@@ -381,13 +386,7 @@ class OptunaTPE:
 
     def load_state_dict(self, state: dict) -> None:
         """Rebuild by replaying the journal on a fresh study with the state's seed and settings."""
-        if not isinstance(state, Mapping) or state.get("strategy") != self.name:
-            raise ValueError(f"not a {self.name} state")
-        if state.get("version") != STATE_VERSION:
-            raise ValueError(f"{self.name} state version {state.get('version')!r} is not {STATE_VERSION}")
-        if state["family"] != self.space.family or state["problem"] != self.problem.name:
-            raise ValueError(f"state is for {state['family']} on {state['problem']}, "
-                             f"this strategy searches {self.space.family} on {self.problem.name}")
+        _check_state(self, state)
         self.config = dict(state["config"])
         self._fresh()
         for i, event in enumerate(state["journal"]):

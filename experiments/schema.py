@@ -39,6 +39,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr
                       model_validator)
 
 from genome import Problem, classic_operators, family_registry, load_object
+from genome.registry import check_params
 
 POLICIES = ("uniform", "ucb", "thompson", "softmax_pg")
 STRATEGIES = ("evolution", "optuna_tpe", "random")
@@ -322,7 +323,6 @@ class StrategySpec(Strict):
     @field_validator("params")
     @classmethod
     def _strategy_params(cls, params: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        import inspect
         name = info.data.get("name")
         if name is None or name == "evolution":
             if params:
@@ -334,10 +334,7 @@ class StrategySpec(Strict):
             factory: Any = strategies.RandomSearch if name == "random" else strategies.OptunaTPE
         else:
             factory = load_object(name)
-        try:
-            inspect.signature(factory).bind_partial(None, None, 0, **params)
-        except TypeError as exc:
-            raise ValueError(f"do not fit strategy {name}: {exc}") from exc
+        check_params(factory, params, ("space", "problem", "seed"), f"strategy {name}")
         return params
 
 
