@@ -81,6 +81,12 @@ def _check_tell(offspring: Offspring, measurement: Measurement) -> str:
     return gid
 
 
+def _state_header(strategy: Any) -> dict:
+    """What every saved strategy state starts with; _check_state reads it back."""
+    return {"strategy": strategy.name, "version": STATE_VERSION, "family": strategy.space.family,
+            "problem": strategy.problem.name}
+
+
 def _check_state(strategy: Any, state: Any) -> None:
     """Refuse a saved state of another strategy, version, family or problem."""
     if not isinstance(state, Mapping) or state.get("strategy") != strategy.name:
@@ -147,10 +153,7 @@ class RandomSearch:
 
     def state_dict(self) -> dict:
         return {
-            "strategy": self.name,
-            "version": STATE_VERSION,
-            "family": self.space.family,
-            "problem": self.problem.name,
+            **_state_header(self),
             "seed": self.seed,
             "max_retries": self.max_retries,
             "rng": rng_state_to_json(self._rng),
@@ -370,10 +373,7 @@ class OptunaTPE:
     # -- persistence -----------------------------------------------------------------------------
     def state_dict(self) -> dict:
         return {
-            "strategy": self.name,
-            "version": STATE_VERSION,
-            "family": self.space.family,
-            "problem": self.problem.name,
+            **_state_header(self),
             "config": dict(self.config),
             "journal": [dict(e) for e in self._journal],
             "rng": rng_state_to_json(self._rng),

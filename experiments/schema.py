@@ -81,6 +81,16 @@ def _repo_root(start: Path) -> "Path | None":
     return None
 
 
+def _builtin_or_plugin(name: str, builtins: "Iterable[str]", kind: str) -> str:
+    """A built-in name, or an import path that imports; else the error says what is allowed."""
+    if name in builtins:
+        return name
+    if _is_import_path(name):
+        load_object(name)
+        return name
+    raise ValueError(f"allowed: {', '.join(builtins)}, or an import path package.module:{kind}")
+
+
 def resolve_path(raw: str, base_dir: "Path | None", must_exist: bool = True) -> Path:
     """Find `raw`: absolute; else relative to the campaign's folder, then the repository root above
     it; else the path without its leading ../ searched in every folder above the campaign file;
@@ -262,12 +272,7 @@ class Selection(Strict):
     @field_validator("policy")
     @classmethod
     def _policy(cls, name: str) -> str:
-        if name in POLICIES:
-            return name
-        if _is_import_path(name):
-            load_object(name)
-            return name
-        raise ValueError(f"allowed: {', '.join(POLICIES)}, or an import path package.module:Policy")
+        return _builtin_or_plugin(name, POLICIES, "Policy")
 
     @field_validator("reward")
     @classmethod
@@ -313,12 +318,7 @@ class StrategySpec(Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, name: str) -> str:
-        if name in STRATEGIES:
-            return name
-        if _is_import_path(name):
-            load_object(name)
-            return name
-        raise ValueError(f"allowed: {', '.join(STRATEGIES)}, or an import path package.module:Strategy")
+        return _builtin_or_plugin(name, STRATEGIES, "Strategy")
 
     @field_validator("params")
     @classmethod
@@ -397,12 +397,7 @@ class EvaluatorConfig(Strict):
     @field_validator("backend")
     @classmethod
     def _backend(cls, name: str) -> str:
-        if name in BACKENDS:
-            return name
-        if _is_import_path(name):
-            load_object(name)
-            return name
-        raise ValueError(f"allowed: {', '.join(BACKENDS)}, or an import path package.module:Evaluator")
+        return _builtin_or_plugin(name, BACKENDS, "Evaluator")
 
 
 class SuiteRef(Strict):
