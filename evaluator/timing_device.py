@@ -1,0 +1,100 @@
+"""Device time in the GPU worker (../shared/MEASURE.md): each candidate's launches are captured
+back to back in a CUDA graph rotating over input sets (>= 3x L2 in total), all graphs are warmed
+up round robin, then timed in interleaved rounds in a shuffled order; the last round re-checks
+each candidate's output. The figure is the median time per launch over the rounds, with min/max.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import TYPE_CHECKING
+
+from .timing_stats import last_set_index, launches_per_replay, rotation_set_count, summary
+from .worker_candidates import Candidate, alive
+from .worker_cuda import KernelFault
+from .worker_gate import recheck_output
+from .worker_inputs import InputSet, Problem, make_sets, poison
+
+if TYPE_CHECKING:  # only for annotations: the worker imports this module, not the other way
+    from .gpu_worker import Worker
+
+
+def rotation_sets(w: "Worker", cands: "list[Candidate]", p: Problem, cfg: dict, rng: random.Random,
+                  need_wt: bool) -> "list[InputSet]":
+    """The input sets that timing rotates over (none when no candidate is left to time)."""
+    n_sets = rotation_set_count(w.l2_bytes, p.set_bytes, cfg["l2_multiple"]) if alive(cands) else 0
+    return make_sets(w.torch, p, n_sets, rng, need_wt)
+
+
+def measure_device_time(w: "Worker", cands: "list[Candidate]", sets: "list[InputSet]", cfg: dict,
+                        rng: random.Random) -> "tuple[dict, dict]":
+    """Capture, warm up and time every live candidate; record their device figures. Returns the
+    clocks (SM MHz, power, temperature) just before and just after the timed rounds."""
+    capture_graphs(w, alive(cands), sets, cfg)
+    live = alive(cands)
+    warm_up(w, live, cfg["warmup_s"])
+    clocks_before = w.clocks()
+    timed_rounds(w, live, sets, cfg, rng)
+    clocks_after = w.clocks()
+    record_device_results(cands)
+    return clocks_before, clocks_after
+
+
+def capture_graphs(w: "Worker", live: "list[Candidate]", sets: "list[InputSet]", cfg: dict) -> None:
+    """One graph per candidate, of enough launches for a replay of about target_replay_ms; a
+    candidate whose capture fails is reported as unsupported."""
+    n_sets = len(sets)
+    for cand in live:
+        try:
+            w.running(cand.id, "capture")
+            est_ms = min(w.cuda.timed_once_ms(lambda: cand.enqueue(sets[0])) for _ in range(3))
+            launches = launches_per_replay(est_ms, n_sets, cfg["target_replay_ms"], int(cfg["max_launches"]))
+            cand.launches = launches
+            cand.graph, cand.exe = w.cuda.capture(lambda: [cand.enqueue(sets[i % n_sets]) for i in range(launches)])
+        except KernelFault:
+            raise
+        except Exception as exc:
+            cand.alive = False
+            cand.result.update(status="unsupported", reason=f"graph capture failed: {type(exc).__name__}: {exc}")
+
+
+def warm_up(w: "Worker", live: "list[Candidate]", warmup_s: float) -> None:
+    """Replay every graph round robin for at least warmup_s seconds (clocks up, caches settled)."""
+    if not live:
+        return
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < warmup_s:
+        for cand in live:
+            w.running(cand.id, "warmup")
+            w.cuda.replay_ms(cand.exe)
+
+
+def timed_rounds(w: "Worker", live: "list[Candidate]", sets: "list[InputSet]", cfg: dict,
+                 rng: random.Random) -> None:
+    """`repeats` rounds, each replaying every graph once in a fresh shuffled order; one sample
+    per replay (us per launch). In the last round the set the replay writes last is poisoned
+    first and its output checked after: the timed kernel must still be right."""
+    repeats = int(cfg["repeats"])
+    for r in range(repeats):
+        last_round = r == repeats - 1
+        order = live[:]
+        rng.shuffle(order)
+        for cand in order:
+            final = sets[last_set_index(cand.launches, len(sets))]
+            if last_round:
+                poison(w.torch, final)  # the last timed run must write every element again
+            w.running(cand.id, "time")
+            ms = w.cuda.replay_ms(cand.exe)
+            cand.samples.append(ms * 1000.0 / cand.launches)
+            if last_round:
+                recheck_output(w.torch, cand, final, cfg["tolerance"])
+
+
+def record_device_results(cands: "list[Candidate]") -> None:
+    """The device figure of each candidate timed and still right; its status becomes ok unless set."""
+    for cand in cands:
+        if cand.samples and cand.alive:
+            cand.result["device"] = summary(cand.samples)
+            cand.result["launches_per_replay"] = cand.launches
+            cand.result.setdefault("status", "ok")

@@ -1,0 +1,135 @@
+"""Vendor baselines in the GPU worker: torch.matmul (TN: W as given, NN: W^T stored) and cuBLASLt
+(heuristic top-1, or autotuned: the fastest of up to `autotune_algos` heuristic algorithms that
+passes the gate, timed over the same rotated input sets as the final timing).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .timing_stats import upper_median
+from .worker_candidates import Candidate
+from .worker_cuda import KernelFault
+from .worker_gate import check_output
+from .worker_inputs import InputSet, Problem, poison, reference
+
+if TYPE_CHECKING:  # only for annotations: the worker imports this module, not the other way
+    from .gpu_worker import Worker
+
+
+def cublaslt_formulation(name: str) -> str:
+    """'cublaslt_<mode>[_<formulation>]' -> the formulation ('tn' unless named)."""
+    _, _mode, formulation = (name.split("_") + ["tn"])[:3]
+    return formulation
+
+
+def is_autotuned(cand: Candidate) -> bool:
+    return cand.kind == "baseline" and cand.id.startswith("cublaslt_autotuned")
+
+
+def add_baselines(w: "Worker", names: "list[str]", p: Problem, out: "list[Candidate]") -> None:
+    """Append one candidate per baseline name to `out`, each as soon as it exists (so that a
+    failure part-way still leaves every cuBLASLt plan made so far where it will be closed). A
+    baseline that cannot be set up is reported as unsupported, not raised."""
+    ext = w.torch.cuda.ExternalStream(w.cuda.stream_ptr)
+    for name in names:
+        cand = Candidate(id=name, kind="baseline")
+        out.append(cand)
+        w.running(name, "setup")
+        try:
+            if name in ("torch_tn", "torch_nn"):
+                _setup_torch(w, cand, ext, nn=(name == "torch_nn"))
+            elif name.startswith("cublaslt_"):
+                _setup_cublaslt(w, cand, p, cublaslt_formulation(name))
+            else:
+                raise ValueError(f"unknown baseline {name!r}")
+        except Exception as exc:  # a baseline that cannot run is reported, not fatal
+            cand.alive = False
+            cand.result = {"status": "unsupported", "reason": f"{type(exc).__name__}: {exc}"}
+
+
+def _setup_torch(w: "Worker", cand: Candidate, ext, nn: bool) -> None:
+    torch = w.torch
+
+    def enqueue(s: InputSet, _nn=nn) -> None:
+        with torch.cuda.stream(ext):
+            if _nn:
+                torch.matmul(s.a, s.wt, out=s.c)
+            else:
+                torch.matmul(s.a, s.w.t(), out=s.c)
+    cand.enqueue = enqueue
+
+
+def _setup_cublaslt(w: "Worker", cand: Candidate, p: Problem, formulation: str) -> None:
+    from . import cublaslt
+    torch = w.torch
+    cand.lt_plan = w.lt_handle().plan(p.m, p.n, p.k, formulation=formulation)
+    cand.lt_workspace = torch.empty(cublaslt.WORKSPACE_BYTES, dtype=torch.uint8, device="cuda")
+    cand.result["algorithms"] = len(cand.lt_plan.algos)
+    cand.lt_index = 0
+
+    def enqueue(s: InputSet, _c=cand, _nn=(formulation == "nn")) -> None:
+        _c.lt_plan.run(_c.lt_index, (s.wt if _nn else s.w).data_ptr(), s.a.data_ptr(), s.c_ptr(),
+                       _c.lt_workspace.data_ptr(), w.cuda.stream_ptr)
+    cand.enqueue = enqueue
+
+
+def autotune(w: "Worker", cands: "list[Candidate]", sets: "list[InputSet]", cfg: dict) -> None:
+    """cuBLASLt autotuned: up to `autotune_algos` heuristic algorithms, each checked by the gate
+    and timed by graph replay over the same rotated input sets as the final timing (so the pick
+    is not made on a warm L2); the fastest that passes is kept, with its own gate error."""
+    check = sets[0]
+    ref = reference(w.torch, check)
+    for cand in cands:
+        if cand.alive and is_autotuned(cand):
+            _autotune_one(w, cand, sets, check, ref, cfg)
+
+
+def _autotune_one(w: "Worker", cand: Candidate, sets: "list[InputSet]", check: InputSet, ref, cfg: dict) -> None:
+    launches = max(len(sets), 10)
+    best = None  # (time per launch, algorithm index, gate error)
+    tried = 0
+    for idx in range(min(len(cand.lt_plan.algos), int(cfg["autotune_algos"]))):
+        cand.lt_index = idx
+        w.running(cand.id, f"autotune algorithm {idx}")
+        try:
+            err = _gate_algorithm(w, cand, idx, check, ref, cfg["tolerance"])
+            if err is None:
+                continue
+            times = _replay_times(w, cand, sets, launches, int(cfg["autotune_iters"]))
+            tried += 1
+            t = upper_median(times)
+            if best is None or t < best[0]:
+                best = (t, idx, err)
+        except KernelFault:
+            raise
+        except Exception:
+            continue
+    if best is None:
+        cand.alive = False
+        cand.result.update(status="unsupported", reason="no cuBLASLt algorithm passed the gate")
+    else:
+        cand.lt_index = best[1]
+        cand.result.update(algorithm_index=best[1], algorithms_timed=tried, rel_error=best[2])
+
+
+def _gate_algorithm(w: "Worker", cand: Candidate, idx: int, check: InputSet, ref, tolerance: float) -> "float | None":
+    """The gate error of the candidate's current algorithm, or None when it fails the gate."""
+    torch = w.torch
+    poison(torch, check)
+    cand.enqueue(check)
+    w.cuda.sync()
+    ok, err, _, corrupted = check_output(torch, check, ref, tolerance)
+    if corrupted:
+        raise KernelFault(f"cuBLASLt algorithm {idx} wrote outside C")
+    return err if ok else None
+
+
+def _replay_times(w: "Worker", cand: Candidate, sets: "list[InputSet]", launches: int, iters: int) -> "list[float]":
+    """ms per launch of `iters` replays (after one untimed) of a graph rotating over the sets."""
+    graph, exe = w.cuda.capture(lambda: [cand.enqueue(sets[i % len(sets)]) for i in range(launches)])
+    try:
+        w.cuda.replay_ms(exe)
+        return [w.cuda.replay_ms(exe) / launches for _ in range(iters)]
+    finally:
+        w.cuda.destroy_graph(graph, exe)

@@ -1,0 +1,501 @@
+"""CPU unit tests of the GPU worker's pure pieces: timing options and arithmetic, the gate's small
+rules, the protocol loop, and the life cycle of cuBLASLt objects (against a fake libcublasLt
+that records every create and destroy). The GPU paths themselves are in test_gpu.py."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from evaluator import cublaslt, gpu_worker
+from evaluator.timing_options import PROTOCOL_MINIMUMS, TIMING_DEFAULTS, check_timing, timing_config
+from evaluator.timing_stats import (MAX_ROTATION_BYTES, last_set_index, launches_per_replay, rotation_set_count,
+                                    summary, upper_median)
+from evaluator.worker_baselines import add_baselines, cublaslt_formulation, is_autotuned
+from evaluator.worker_candidates import Candidate, release_candidates
+from evaluator.worker_cuda import KernelFault
+from evaluator.worker_gate import gate_failure_status, merged_rel_error
+from evaluator.worker_inputs import Problem
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+# ------------------------------------------------------------------------------------------------
+# timing options
+# ------------------------------------------------------------------------------------------------
+
+def test_check_timing_accepts_defaults_and_reports_low_values():
+    assert check_timing(None) == []
+    assert check_timing(dict(TIMING_DEFAULTS)) == []
+    below = check_timing({"repeats": 3, "seeds": 2, "warmup_s": 0.2})
+    assert below == ["repeats=3 < 5", "warmup_s=0.2 < 1.0"]  # seeds=2 meets its minimum
+    assert set(PROTOCOL_MINIMUMS) <= set(TIMING_DEFAULTS)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"repeat": 3}, "unknown timing option"),
+    ({"repeats": True}, "non-negative number"),
+    ({"repeats": -1}, "non-negative number"),
+    ({"warmup_s": "1"}, "non-negative number"),
+    ({"tolerance": None}, "non-negative number"),
+])
+def test_check_timing_refuses_bad_options(options, message):
+    with pytest.raises(ValueError, match=message):
+        check_timing(options)
+
+
+def test_check_timing_is_importable_from_gpu_worker():
+    from evaluator.gpu_worker import check_timing as imported
+    assert imported is check_timing
+    for name in gpu_worker.__all__:
+        assert hasattr(gpu_worker, name), name
+
+
+def test_timing_config_overrides_defaults_without_changing_them():
+    cfg = timing_config({"repeats": 3})
+    assert cfg["repeats"] == 3 and cfg["seeds"] == TIMING_DEFAULTS["seeds"]
+    assert TIMING_DEFAULTS["repeats"] == 10
+    assert timing_config(None) == dict(TIMING_DEFAULTS)
+
+
+# ------------------------------------------------------------------------------------------------
+# timing arithmetic
+# ------------------------------------------------------------------------------------------------
+
+def test_rotation_sets_cover_three_times_l2_when_a_set_fits():
+    l2 = 60 << 20
+    p = Problem(1024, 1024, 1024)  # 6 MiB per set
+    n = rotation_set_count(l2, p.set_bytes, 3.0)
+    assert n == 30
+    assert n * p.set_bytes >= 3 * l2 and (n - 1) * p.set_bytes < 3 * l2
+
+
+def test_rotation_sets_are_at_least_two_and_capped_by_memory():
+    l2 = 60 << 20
+    assert rotation_set_count(l2, 1 << 30, 3.0) == 2             # one set larger than L2
+    assert rotation_set_count(l2, 5 << 30, 3.0) == 2             # even past the memory cap
+    assert rotation_set_count(l2, 1 << 20, 1000.0) == MAX_ROTATION_BYTES // (1 << 20)
+    assert rotation_set_count(l2, 1 << 20, 0.0) == 2
+
+
+def test_launches_per_replay():
+    assert launches_per_replay(0.01, 25, 2.0, 2000) == 200       # 2 ms of 10 us launches
+    assert launches_per_replay(1.0, 25, 2.0, 2000) == 25         # never fewer than the sets
+    assert launches_per_replay(0.05, 25, 2.0, 2000) == 50        # 40 rounded up to whole passes
+    assert launches_per_replay(0.0, 4, 2.0, 2000) == 2000        # capped by max_launches
+    assert launches_per_replay(0.0, 4, 2.0, 0) == 4
+    assert launches_per_replay(0.001, 3, 2.0, 500) == 500        # 500 > 4 * 3: not rounded
+
+
+def test_last_set_index():
+    assert last_set_index(50, 25) == 24
+    assert last_set_index(200, 30) == 19
+    assert last_set_index(2, 2) == 1
+
+
+def test_summary_median_min_max():
+    assert summary([3.0, 1.0, 2.0]) == {"median_us": 2.0, "min_us": 1.0, "max_us": 3.0, "repeats": 3}
+    assert summary([4.0, 1.0, 3.0, 2.0])["median_us"] == 2.5
+    assert summary([7.0]) == {"median_us": 7.0, "min_us": 7.0, "max_us": 7.0, "repeats": 1}
+    assert upper_median([4.0, 1.0, 3.0, 2.0]) == 3.0
+    assert upper_median([5.0, 1.0, 3.0]) == 3.0
+
+
+# ------------------------------------------------------------------------------------------------
+# small rules of the gate and the baselines
+# ------------------------------------------------------------------------------------------------
+
+def test_rel_error_keeps_the_worst_seed():
+    assert merged_rel_error(None, 2e-4) == 2e-4
+    assert merged_rel_error(3e-4, 2e-4) == 3e-4
+    assert merged_rel_error(1e-4, 2e-4) == 2e-4
+    assert merged_rel_error(1e-4, math.inf) == math.inf
+
+
+def test_gate_failure_status():
+    assert gate_failure_status(RuntimeError("evogemm_run returned 1 (cannot implement this problem)")) == "unsupported"
+    assert gate_failure_status(RuntimeError("evogemm_run returned 4 (launch failed)")) == "wrong"
+
+
+def test_baseline_names():
+    assert cublaslt_formulation("cublaslt_heuristic") == "tn"
+    assert cublaslt_formulation("cublaslt_autotuned_nn") == "nn"
+    assert is_autotuned(Candidate("cublaslt_autotuned_nn", "baseline"))
+    assert not is_autotuned(Candidate("cublaslt_heuristic", "baseline"))
+    assert not is_autotuned(Candidate("cublaslt_autotuned", "kernel"))
+
+
+def test_problem_set_bytes():
+    assert Problem(2, 3, 4).set_bytes == 2 * (2 * 4 + 3 * 4 + 2 * 3)
+
+
+# ------------------------------------------------------------------------------------------------
+# a fake libcublasLt
+# ------------------------------------------------------------------------------------------------
+
+CREATES = {"cublasLtCreate": "handle", "cublasLtMatmulDescCreate": "desc", "cublasLtMatrixLayoutCreate": "layout",
+           "cublasLtMatmulPreferenceCreate": "pref"}
+DESTROYS = {"cublasLtDestroy": "handle", "cublasLtMatmulDescDestroy": "desc", "cublasLtMatrixLayoutDestroy": "layout",
+            "cublasLtMatmulPreferenceDestroy": "pref"}
+# the calls plan() makes, in order, each with its occurrence number
+PLAN_CALLS = [("cublasLtMatmulDescCreate", 1), ("cublasLtMatmulDescSetAttribute", 1),
+              ("cublasLtMatmulDescSetAttribute", 2), ("cublasLtMatrixLayoutCreate", 1),
+              ("cublasLtMatrixLayoutCreate", 2), ("cublasLtMatrixLayoutCreate", 3),
+              ("cublasLtMatmulPreferenceCreate", 1), ("cublasLtMatmulPreferenceSetAttribute", 1),
+              ("cublasLtMatmulAlgoGetHeuristic", 1)]
+
+
+class FakeLt:
+    """Stands in for libcublasLt: hands out object ids, records every create and destroy, checks
+    that only live objects of the right kind are used or destroyed, and can make the n-th call of
+    one function fail (non-zero status)."""
+
+    def __init__(self, fail: "tuple[str, int] | None" = None, n_algos: int = 3, bad_states: int = 0):
+        self.fail = fail
+        self.n_algos, self.bad_states = n_algos, bad_states
+        self.live: dict[int, str] = {}
+        self.created: list[tuple[str, int]] = []
+        self.destroyed: list[tuple[str, int]] = []
+        self.counts: dict[str, int] = {}
+        self.misuse: list[str] = []
+        self.next_id = 0x1000
+        for name in CREATES:
+            setattr(self, name, self._creator(name))
+        for name in DESTROYS:
+            setattr(self, name, self._destroyer(name))
+
+    def _call(self, name: str) -> int:
+        self.counts[name] = self.counts.get(name, 0) + 1
+        return 7 if self.fail == (name, self.counts[name]) else 0  # 7: CUBLAS_STATUS_INVALID_VALUE
+
+    def _use(self, obj, kind: str) -> None:
+        value = obj.value if isinstance(obj, ctypes.c_void_p) else obj
+        if self.live.get(value) != kind:
+            self.misuse.append(f"used {kind} {value} that is not live")
+
+    def _creator(self, name):
+        def create(ref, *args):
+            status = self._call(name)
+            if status:
+                return status
+            self.next_id += 16
+            ref._obj.value = self.next_id
+            self.live[self.next_id] = CREATES[name]
+            self.created.append((CREATES[name], self.next_id))
+            return 0
+        return create
+
+    def _destroyer(self, name):
+        def destroy(obj):
+            status = self._call(name)
+            kind = DESTROYS[name]
+            if self.live.get(obj.value) != kind:
+                self.misuse.append(f"{name} of {obj.value}, which is not a live {kind}")
+            else:
+                del self.live[obj.value]
+                self.destroyed.append((kind, obj.value))
+            return status
+        return destroy
+
+    def cublasLtMatmulDescSetAttribute(self, desc, attr, ptr, size):
+        self._use(desc, "desc")
+        return self._call("cublasLtMatmulDescSetAttribute")
+
+    def cublasLtMatmulPreferenceSetAttribute(self, pref, attr, ptr, size):
+        self._use(pref, "pref")
+        return self._call("cublasLtMatmulPreferenceSetAttribute")
+
+    def cublasLtMatmulAlgoGetHeuristic(self, handle, desc, a, b, c, d, pref, n, results, count_ref):
+        for obj, kind in ((handle, "handle"), (desc, "desc"), (a, "layout"), (b, "layout"), (c, "layout"),
+                          (pref, "pref")):
+            self._use(obj, kind)
+        status = self._call("cublasLtMatmulAlgoGetHeuristic")
+        if status:
+            return status
+        found = min(self.n_algos + self.bad_states, n.value)
+        for i in range(found):
+            results[i].state = 0 if i >= self.bad_states else 15
+            results[i].algo.data[0] = i
+        count_ref._obj.value = found
+        return 0
+
+    def cublasLtMatmul(self, handle, desc, alpha, w, a_desc, a, b_desc, beta, c, c_desc, d, d_desc, algo, ws,
+                       ws_size, stream):
+        for obj, kind in ((handle, "handle"), (desc, "desc"), (a_desc, "layout"), (b_desc, "layout"),
+                          (c_desc, "layout")):
+            self._use(obj, kind)
+        self.last_algo = algo._obj.data[0]
+        return self._call("cublasLtMatmul")
+
+    def balanced(self) -> bool:
+        """Every object created was destroyed exactly once, and nothing was misused."""
+        return not self.live and sorted(self.created) == sorted(self.destroyed) and not self.misuse
+
+
+# ------------------------------------------------------------------------------------------------
+# cuBLASLt object life cycle
+# ------------------------------------------------------------------------------------------------
+
+def test_plan_and_handle_close_destroy_everything_they_created():
+    lib = FakeLt(bad_states=1)
+    handle = cublaslt.LtHandle(lib=lib)
+    plan = handle.plan(128, 256, 64, formulation="tn")
+    assert len(plan.algos) == 3                       # the one with a bad state is dropped
+    assert sorted(lib.live.values()) == ["desc", "handle", "layout", "layout", "layout"]  # preference gone
+    plan.run(1, 0x10, 0x20, 0x30, 0x40, 0)
+    assert lib.last_algo == 2 and not lib.misuse      # index 1 of the usable algorithms
+    plan.close()
+    assert list(lib.live.values()) == ["handle"]
+    plan.close()                                      # idempotent
+    handle.close()
+    handle.close()
+    assert lib.balanced(), (lib.live, lib.misuse)
+    assert lib.counts["cublasLtDestroy"] == 1 and lib.counts["cublasLtMatmulDescDestroy"] == 1
+
+
+def test_one_handle_serves_many_plans():
+    lib = FakeLt()
+    with cublaslt.LtHandle(lib=lib) as handle:
+        for formulation in ("tn", "nn", "tn"):
+            with handle.plan(64, 64, 64, formulation=formulation):
+                pass
+        assert list(lib.live.values()) == ["handle"]
+    assert lib.counts["cublasLtCreate"] == 1 and lib.counts["cublasLtMatmulDescCreate"] == 3
+    assert lib.balanced()
+
+
+@pytest.mark.parametrize("fail", PLAN_CALLS, ids=[f"{n}#{i}" for n, i in PLAN_CALLS])
+def test_a_failing_call_in_plan_leaves_nothing_behind(fail):
+    lib = FakeLt(fail=fail)
+    handle = cublaslt.LtHandle(lib=lib)
+    with pytest.raises(cublaslt.CublasLtError, match="cublasStatus 7"):
+        handle.plan(100, 200, 300, formulation="nn")
+    assert lib.counts[fail[0]] == fail[1]             # the failure did happen where intended
+    assert list(lib.live.values()) == ["handle"], lib.live
+    handle.close()
+    assert lib.balanced(), (lib.live, lib.misuse)
+
+
+def test_no_algorithm_is_an_error_that_leaves_nothing_behind():
+    lib = FakeLt(n_algos=0, bad_states=2)
+    with cublaslt.LtHandle(lib=lib) as handle:
+        with pytest.raises(cublaslt.CublasLtError, match="no algorithm"):
+            handle.plan(64, 64, 64)
+    assert lib.balanced()
+
+
+def test_module_plan_without_handle_owns_one(monkeypatch):
+    lib = FakeLt()
+    monkeypatch.setattr(cublaslt, "_find_library", lambda: lib)
+    plan = cublaslt.plan(64, 64, 64)
+    assert sorted(lib.live.values()) == ["desc", "handle", "layout", "layout", "layout"]
+    plan.close()
+    plan.close()
+    assert lib.balanced()
+    failing = FakeLt(fail=("cublasLtMatmulAlgoGetHeuristic", 1))
+    monkeypatch.setattr(cublaslt, "_find_library", lambda: failing)
+    with pytest.raises(cublaslt.CublasLtError):
+        cublaslt.plan(64, 64, 64)
+    assert failing.counts.get("cublasLtDestroy") == 1 and failing.balanced()
+
+
+def test_a_failing_destroy_does_not_stop_the_others():
+    lib = FakeLt(fail=("cublasLtMatrixLayoutDestroy", 2))
+    handle = cublaslt.LtHandle(lib=lib)
+    plan = handle.plan(64, 64, 64)
+    with pytest.raises(cublaslt.CublasLtError, match="cublasLtMatrixLayoutDestroy"):
+        plan.close()
+    assert list(lib.live.values()) == ["handle"]      # the fake forgets the object anyway
+    plan.close()                                      # nothing left to destroy, no error
+    handle.close()
+    assert lib.counts["cublasLtMatrixLayoutDestroy"] == 3 and lib.counts["cublasLtMatmulDescDestroy"] == 1
+
+
+def test_plan_layouts_follow_the_formulation():
+    seen = []
+
+    class Recording(FakeLt):
+        def __init__(self):
+            super().__init__()
+            inner = self.cublasLtMatrixLayoutCreate
+
+            def layout(ref, dtype, rows, cols, ld):
+                seen.append((rows.value, cols.value, ld.value))
+                return inner(ref, dtype, rows, cols, ld)
+            self.cublasLtMatrixLayoutCreate = layout
+
+    m, n, k = 100, 200, 300
+    with cublaslt.LtHandle(lib=Recording()) as handle:
+        handle.plan(m, n, k, formulation="tn").close()
+        handle.plan(m, n, k, formulation="nn").close()
+    assert seen == [(k, n, k), (k, m, k), (n, m, n), (n, k, n), (k, m, k), (n, m, n)]
+
+
+# ------------------------------------------------------------------------------------------------
+# releasing candidates; the worker closes plans when a problem is done
+# ------------------------------------------------------------------------------------------------
+
+class FakeCuda:
+    stream_ptr = 0
+
+    def __init__(self, fail_on=()):
+        self.destroyed = []
+        self.fail_on = set(fail_on)
+
+    def destroy_graph(self, graph, exe):
+        self.destroyed.append(graph)
+        if graph in self.fail_on:
+            raise RuntimeError(f"cannot destroy {graph}")
+
+
+class FakePlan:
+    def __init__(self, fail=False):
+        self.closed = 0
+        self.fail = fail
+
+    def close(self):
+        self.closed += 1
+        if self.fail:
+            raise cublaslt.CublasLtError("destroy failed")
+
+
+def test_release_candidates_releases_all_even_when_one_fails(capsys):
+    plans = [FakePlan(), FakePlan(fail=True), FakePlan()]
+    cands = [Candidate("k1", "kernel", graph="g1", exe="e1"),
+             Candidate("b1", "baseline", graph="g2", exe="e2", lt_plan=plans[0]),
+             Candidate("b2", "baseline", lt_plan=plans[1]),
+             Candidate("b3", "baseline", graph="g3", exe="e3", lt_plan=plans[2]),
+             Candidate("k2", "kernel")]
+    cuda = FakeCuda(fail_on={"g2"})
+    release_candidates(cuda, cands)
+    assert cuda.destroyed == ["g1", "g2", "g3"]
+    assert [p.closed for p in plans] == [1, 1, 1]     # b1's plan closed although its graph failed
+    assert "releasing b1 failed" in capsys.readouterr().err
+    release_candidates(cuda, cands)                   # a second release does nothing
+    assert cuda.destroyed == ["g1", "g2", "g3"] and [p.closed for p in plans] == [1, 1, 1]
+
+
+def fake_worker(monkeypatch, lib):
+    """A gpu_worker.Worker without a GPU: fake torch, fake CUDA, fake libcublasLt."""
+    monkeypatch.setattr(cublaslt, "_find_library", lambda: lib)
+    torch = SimpleNamespace(
+        uint8="uint8", __version__="fake", version=SimpleNamespace(cuda="0"),
+        empty=lambda *a, **k: SimpleNamespace(data_ptr=lambda: 0x100),
+        cuda=SimpleNamespace(ExternalStream=lambda ptr: ("stream", ptr), empty_cache=lambda: None))
+    w = gpu_worker.Worker.__new__(gpu_worker.Worker)
+    w.torch, w.cuda, w.kernels, w._lt = torch, FakeCuda(), {}, None
+    w.device_name, w.sm_count, w.l2_bytes = "fake", 1, 1 << 20
+    w.messages = []
+    w.send = w.messages.append
+    return w
+
+
+def test_baselines_that_fail_setup_leave_no_cublaslt_objects(monkeypatch):
+    lib = FakeLt(fail=("cublasLtMatrixLayoutCreate", 5))  # the second plan's second layout
+    w = fake_worker(monkeypatch, lib)
+    cands = []
+    add_baselines(w, ["cublaslt_heuristic", "cublaslt_autotuned_nn", "torch_tn", "mystery"], Problem(64, 64, 64),
+                  cands)
+    status = {c.id: (c.alive, c.result.get("status")) for c in cands}
+    assert status == {"cublaslt_heuristic": (True, None), "cublaslt_autotuned_nn": (False, "unsupported"),
+                      "torch_tn": (True, None), "mystery": (False, "unsupported")}
+    assert [m["phase"] for m in w.messages] == ["setup"] * 4
+    assert cands[0].result["algorithms"] == 3 and cands[0].lt_plan is not None
+    release_candidates(w.cuda, cands)
+    assert list(lib.live.values()) == ["handle"]     # one handle for the worker, still open
+    assert lib.counts["cublasLtCreate"] == 1
+    w.close()
+    w.close()
+    assert lib.balanced(), (lib.live, lib.misuse)
+
+
+@pytest.mark.parametrize("fail_in", ["run_gate", "measure_device_time", None])
+def test_measure_closes_plans_on_every_path(monkeypatch, fail_in):
+    lib = FakeLt()
+    w = fake_worker(monkeypatch, lib)
+    w.info = lambda: {"device": "fake"}
+
+    def step(name, result=None):
+        def run(*args, **kwargs):
+            if name == fail_in:
+                raise RuntimeError(f"{name} failed")
+            return result
+        return run
+
+    monkeypatch.setattr(gpu_worker, "run_gate", step("run_gate"))
+    monkeypatch.setattr(gpu_worker, "rotation_sets", step("rotation_sets", []))
+    monkeypatch.setattr(gpu_worker, "measure_device_time", step("measure_device_time", ({}, {})))
+    req = {"op": "measure", "problem": [64, 64, 64], "kernels": [], "seed": 1,
+           "baselines": ["cublaslt_heuristic", "cublaslt_heuristic_nn"]}
+    if fail_in:
+        with pytest.raises(RuntimeError, match=fail_in):
+            w.measure(req)
+    else:
+        result = w.measure(req)
+        assert result["type"] == "result" and result["n_sets"] == 0 and result["kernels"] == {}
+        assert set(result["baselines"]) == {"cublaslt_heuristic", "cublaslt_heuristic_nn"}
+        assert result["clocks"] == {"before_timing": {}, "after_timing": {}}
+    assert lib.counts["cublasLtMatmulDescCreate"] == 2
+    assert list(lib.live.values()) == ["handle"], lib.live
+    w.close()
+    assert lib.balanced()
+
+
+# ------------------------------------------------------------------------------------------------
+# the protocol loop
+# ------------------------------------------------------------------------------------------------
+
+class ScriptedWorker:
+    def __init__(self, outcomes):
+        self.outcomes = list(outcomes)
+        self.sent = []
+
+    def send(self, msg):
+        self.sent.append(msg)
+
+    def measure(self, req):
+        outcome = self.outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+
+def test_serve_answers_and_survives_errors():
+    w = ScriptedWorker([ValueError("bad shape"), {"type": "result", "n": 1}])
+    lines = ['{"op": "ping"}\n', "\n", '{"op": "measure"}\n', "not json\n", '{"op": "fly"}\n', '{"op": "measure"}\n',
+             '{"op": "exit"}\n', '{"op": "ping"}\n']
+    assert gpu_worker.serve(w, iter(lines)) == 0
+    kinds = [m["type"] for m in w.sent]
+    assert kinds == ["pong", "error", "error", "error", "result"]  # nothing after exit
+    assert "ValueError: bad shape" in w.sent[1]["error"] and "Traceback" in w.sent[1]["trace"]
+    assert w.sent[3]["error"] == "unknown op 'fly'"
+
+
+def test_serve_reports_a_fault_and_stops():
+    w = ScriptedWorker([KernelFault("k1: wrote outside C (canary band overwritten)")])
+    assert gpu_worker.serve(w, iter(['{"op": "measure"}\n', '{"op": "ping"}\n'])) == 4
+    assert w.sent == [{"type": "fault", "error": "k1: wrote outside C (canary band overwritten)"}]
+    assert gpu_worker.serve(ScriptedWorker([]), iter([])) == 0  # end of input
+
+
+def test_worker_process_speaks_the_protocol_on_this_machine():
+    """`python -m evaluator.gpu_worker` answers 'ready' on a GPU machine, else one 'fatal' line
+    and exit code 3; either way the protocol stream holds JSON lines only."""
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-m", "evaluator.gpu_worker"], input='{"op": "ping"}\n{"op": "exit"}\n',
+                          capture_output=True, text=True, env=env, cwd=str(REPO), timeout=300)
+    msgs = [json.loads(line) for line in proc.stdout.splitlines()]
+    if msgs and msgs[0]["type"] == "ready":
+        assert proc.returncode == 0 and msgs[1:] == [{"type": "pong"}]
+    else:
+        assert proc.returncode == 3, proc.stderr
+        assert len(msgs) == 1 and msgs[0]["type"] == "fatal" and "worker start failed" in msgs[0]["error"]
+
