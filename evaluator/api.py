@@ -29,16 +29,19 @@ STATUSES = (STATUS_OK, STATUS_INVALID, STATUS_COMPILE_FAILED, STATUS_REJECTED, S
 
 @dataclass
 class Timing:
-    """One timing mode's result in microseconds: the median and its spread over repeats."""
+    """One timing mode's result in microseconds: the median and its spread over repeats.
+    A figure that was not timed (the simulator's) has min_us = max_us = None and repeats 0."""
 
     median_us: float
-    min_us: float
-    max_us: float
+    min_us: "float | None"
+    max_us: "float | None"
     repeats: int
 
     @property
-    def spread(self) -> float:
-        """(max - min) / median: the relative spread of the repeats."""
+    def spread(self) -> "float | None":
+        """(max - min) / median: the relative spread of the repeats; None when none was measured."""
+        if self.min_us is None or self.max_us is None:
+            return None
         return (self.max_us - self.min_us) / self.median_us if self.median_us > 0 else math.inf
 
     def to_dict(self) -> dict:
@@ -53,7 +56,7 @@ class Measurement:
     device: "Timing | None" = None     # CUDA-graph replay, rotated inputs (primary)
     server: "Timing | None" = None     # one launch after an idle gap, L2 flushed
     call: "Timing | None" = None       # synchronised call latency from Python
-    rel_error: "float | None" = None   # worst relative Frobenius error over the gate's seeds
+    rel_error: "float | None" = None   # worst relative Frobenius error over the gate's seeds; None: not checked
     reason: "str | None" = None
     simulated: bool = False
     build_seconds: float = 0.0

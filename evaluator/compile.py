@@ -16,21 +16,18 @@ import shutil
 import subprocess
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Sequence
 
 from genome import Genome, InvalidGenome
-from templates import RenderedKernel, render
+from templates import FamilyRegistry, RenderedKernel, TemplateFamily, render
 
 BUILD_GB = 3.5           # peak RSS of one CUTLASS sm90 build with nvcc 13 (measured 3.3-3.4 GB)
 DEFAULT_TIMEOUT_S = 600  # one build normally takes 40-55 s
-
-ARCH_FLAGS = ("-gencode=arch=compute_90a,code=sm_90a",)
-BASE_FLAGS = ("-O3", "-DNDEBUG", "-std=c++17", "--expt-relaxed-constexpr", "-Xcompiler=-fPIC",
-              "-shared", "-Xptxas=-v", "-lineinfo")
 
 
 class ToolchainError(RuntimeError):
@@ -109,7 +106,9 @@ class BuildResult:
 
 @dataclass
 class Compiler:
-    """The builder: render -> nvcc -> cache. Thread-safe; `build_many` runs a pool."""
+    """The builder: render -> nvcc -> cache. Thread-safe. `submit` starts a build in a pool that
+    lives as long as the compiler (one nvcc run per build key, however often it is asked for);
+    `build_many` builds a batch and waits. Flags and architecture come from the genome's family."""
 
     cache_dir: Path
     toolchain: "Toolchain | None" = None
@@ -117,7 +116,13 @@ class Compiler:
     timeout_s: float = DEFAULT_TIMEOUT_S
     extra_flags: tuple[str, ...] = ()
     reject_spills: bool = True
+    families: "FamilyRegistry | None" = None
     _toolchain: "Toolchain | None" = field(default=None, init=False, repr=False)
+    _executor: "ThreadPoolExecutor | None" = field(default=None, init=False, repr=False)
+    _inflight: dict = field(default_factory=dict, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    nvcc_runs: int = field(default=0, init=False)
+    nvcc_seconds: float = field(default=0.0, init=False)
 
     def __post_init__(self) -> None:
         self.cache_dir = Path(self.cache_dir)
@@ -133,8 +138,8 @@ class Compiler:
             self._toolchain = self.toolchain or Toolchain.discover()
         return self._toolchain
 
-    def flags(self) -> list[str]:
-        return [*ARCH_FLAGS, *BASE_FLAGS, *self.extra_flags, *(f"-I{d}" for d in self.tools.include_dirs)]
+    def flags(self, family: TemplateFamily) -> list[str]:
+        return [*family.compile_flags(), *self.extra_flags, *(f"-I{d}" for d in self.tools.include_dirs)]
 
     def pool_size(self) -> int:
         if self.jobs:
@@ -142,7 +147,7 @@ class Compiler:
         return default_jobs()
 
     def build_key(self, kernel: RenderedKernel) -> str:
-        flags = [f for f in self.flags() if not f.startswith("-I")]
+        flags = [f for f in self.flags(kernel.family) if not f.startswith("-I")]
         blob = json.dumps({"source": kernel.source, "flags": flags, "nvcc": self.tools.nvcc_version,
                            "cutlass": self.tools.cutlass_version}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:24]
@@ -151,9 +156,12 @@ class Compiler:
         return self.cache_dir / key[:2] / key
 
     # -- building ---------------------------------------------------------------------------
+    def render(self, genome: Genome) -> RenderedKernel:
+        return render(genome, self.families)
+
     def build(self, genome: Genome) -> BuildResult:
         try:
-            kernel = render(genome)
+            kernel = self.render(genome)
         except (InvalidGenome, KeyError) as exc:
             return BuildResult(genome.id, "", ok=False, reason=f"invalid genome: {exc}")
         except Exception as exc:  # a template error from a patch
@@ -167,37 +175,69 @@ class Compiler:
         result.knobs = kernel.knobs
         return result
 
+    def _key_of(self, genome: Genome) -> str:
+        try:
+            return self.build_key(self.render(genome))
+        except Exception:  # invalid genome or bad patch: build() reports it
+            return "genome:" + genome.id
+
+    def _timed_build(self, genome: Genome) -> BuildResult:
+        result = self.build(genome)
+        if not result.cached and result.seconds:
+            with self._lock:
+                self.nvcc_runs += 1
+                self.nvcc_seconds += result.seconds
+        return result
+
+    def submit(self, genome: Genome) -> "Future[BuildResult]":
+        """Start building `genome` (or join the build of the same key in flight); the future's
+        result is this genome's BuildResult (its own id and knobs)."""
+        key = self._key_of(genome)
+        with self._lock:
+            shared = self._inflight.get(key)
+            if shared is None or (shared.done() and not _reusable(shared)):
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(max_workers=self.pool_size(), thread_name_prefix="evogemm-nvcc")
+                shared = self._executor.submit(self._timed_build, genome)
+                self._inflight[key] = shared
+        mine: "Future[BuildResult]" = Future()
+
+        def deliver(done: "Future[BuildResult]") -> None:
+            try:
+                result = _copy_for(done.result(), genome.id)
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+                mine.set_exception(exc)
+                return
+            if result.ok or result.build_key:
+                try:
+                    result.knobs = self.render(genome).knobs
+                except Exception:
+                    pass
+            mine.set_result(result)
+
+        shared.add_done_callback(deliver)
+        return mine
+
+    def pending(self) -> int:
+        """Builds submitted and not finished yet."""
+        with self._lock:
+            return sum(1 for f in self._inflight.values() if not f.done())
+
     def build_many(self, genomes: Sequence[Genome],
                    progress: "Callable[[int, int, BuildResult], None] | None" = None) -> list[BuildResult]:
         """Build in parallel (pool sized by cores and memory), one nvcc run per distinct build
         key; results come back in input order, one per genome."""
-        first_of_key: dict[str, Genome] = {}
-        key_of: dict[str, str] = {}
-        for g in genomes:
-            try:
-                key = self.build_key(render(g))
-            except Exception:  # invalid genome or bad patch: build() reports it
-                key = "genome:" + g.id
-            key_of[g.id] = key
-            first_of_key.setdefault(key, g)
-        by_key: dict[str, BuildResult] = {}
-        with ThreadPoolExecutor(max_workers=self.pool_size()) as pool:
-            futures = {pool.submit(self.build, g): key for key, g in first_of_key.items()}
+        futures = [self.submit(g) for g in genomes]
+        if progress:
             for done, future in enumerate(as_completed(futures), start=1):
-                result = future.result()
-                by_key[futures[future]] = result
-                if progress:
-                    progress(done, len(futures), result)
-        out = []
-        for g in genomes:
-            result = _copy_for(by_key[key_of[g.id]], g.id)
-            if result.ok or result.build_key:
-                try:
-                    result.knobs = render(g).knobs
-                except Exception:
-                    pass
-            out.append(result)
-        return out
+                progress(done, len(futures), future.result())
+        return [f.result() for f in futures]
+
+    def close(self) -> None:
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
 
     def _lookup(self, key: str) -> "BuildResult | None":
         meta = self.entry_dir(key) / "meta.json"
@@ -223,7 +263,7 @@ class Compiler:
         work = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=final.parent))
         src, lib, log = work / "kernel.cu", work / "kernel.so", work / "build.log"
         src.write_text(kernel.source)
-        cmd = [self.tools.nvcc, *self.flags(), str(src), "-o", str(lib)]
+        cmd = [self.tools.nvcc, *self.flags(kernel.family), str(src), "-o", str(lib)]
         start = time.monotonic()
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout_s, cwd=work)
@@ -301,6 +341,13 @@ def default_jobs() -> int:
     except OSError:
         avail_gb = BUILD_GB * cores
     return max(1, min(cores, int(avail_gb // BUILD_GB)))
+
+
+def _reusable(done: "Future[BuildResult]") -> bool:
+    """A finished shared build may be joined again unless it raised or timed out (not cached)."""
+    if done.exception() is not None:
+        return False
+    return "timed out" not in (done.result().reason or "")
 
 
 def _copy_for(result: BuildResult, genome_id: str) -> BuildResult:

@@ -1,5 +1,8 @@
 """The GPU evaluator: compile (cache, pool) -> verify -> time in isolated worker processes.
 
+Builder and Runner are separate (evaluator/pipeline.py): nvcc builds run in the compiler's pool,
+started early by `prefetch`, while the worker gates and times the kernels already built.
+
 One worker process per GPU (evaluator/gpu_worker.py). A kernel that faults, corrupts memory or
 hangs costs only its worker: the parent blames the kernel the worker last announced, records the
 failure with its reason, starts a fresh worker and measures the rest of the batch again there.
@@ -16,13 +19,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
-from genome import Genome, Problem, get_space
+from genome import Genome, Problem
+from templates import FamilyRegistry, family_registry
 
-from .api import (STATUS_COMPILE_FAILED, STATUS_CRASHED, STATUS_INVALID, STATUS_OK, STATUS_REJECTED,
-                  STATUS_TIMEOUT, BaselineSet, Measurement, Timing)
+from .api import STATUS_CRASHED, STATUS_INVALID, STATUS_OK, STATUS_TIMEOUT, BaselineSet, Measurement, Timing
 from .compile import BuildResult, Compiler
+from .pipeline import BuildRunPipeline, build_failure
 
 # MEASURE.md's best vendor: torch.matmul, cuBLASLt heuristic top-1 and cuBLASLt autotuned, each in
 # the TN (W as given) and NN (W^T stored) formulations, all with fp32 compute.
@@ -224,8 +228,10 @@ class GpuEvaluator:
     def __init__(self, cache_dir: "str | Path | None" = None, jobs: "int | None" = None, gpu: int = 0, seed: int = 0,
                  timing: "dict | None" = None, modes: Sequence[str] = ("device",),
                  baselines: Sequence[str] = BASELINES, log_dir: "str | Path | None" = None,
-                 silence_timeout_s: float = 60.0, build_timeout_s: float = 600.0):
-        self.compiler = Compiler.default(cache_dir, jobs=jobs, timeout_s=build_timeout_s)
+                 silence_timeout_s: float = 60.0, build_timeout_s: float = 600.0,
+                 families: "FamilyRegistry | None" = None):
+        self.families = families or family_registry()
+        self.compiler = Compiler.default(cache_dir, jobs=jobs, timeout_s=build_timeout_s, families=self.families)
         self.pool = WorkerPool(gpu=gpu, silence_timeout_s=silence_timeout_s,
                                log_dir=Path(log_dir) if log_dir else None)
         self.seed = seed
@@ -233,6 +239,7 @@ class GpuEvaluator:
         self.modes = tuple(modes)
         self.baseline_names = tuple(baselines)
         self._baselines: dict[str, BaselineSet] = {}
+        self.pipeline = BuildRunPipeline(self.compiler, self, self._check)
 
     def describe(self) -> str:
         info = self.pool.info()
@@ -245,68 +252,100 @@ class GpuEvaluator:
         blob = json.dumps([self.seed, problem.name, sorted(ids)]).encode()
         return int.from_bytes(hashlib.sha256(blob).digest()[:4], "little") >> 1
 
+    def _check(self, genome: Genome, problem: Problem) -> "str | None":
+        try:
+            violations = self.families.resolve(genome.family).space.violations(genome, problem)
+        except ValueError as exc:
+            return str(exc)
+        return "; ".join(map(str, violations)) or None
+
     def build(self, genomes: Sequence[Genome], progress=None) -> list[BuildResult]:
         return self.compiler.build_many(genomes, progress=progress)
+
+    def prefetch(self, genomes: Sequence[Genome], problem: "Problem | None" = None) -> int:
+        """Start building genomes now (the engine calls this while the GPU times another round)."""
+        return self.pipeline.prefetch(genomes, problem)
+
+    def stats(self) -> dict:
+        """GPU busy seconds (gate + timing in the worker), builds run and their nvcc seconds."""
+        return {**self.pipeline.stats.to_dict(), "builds": self.compiler.nvcc_runs,
+                "build_seconds": self.compiler.nvcc_seconds}
 
     def baselines(self, problem: Problem) -> BaselineSet:
         if problem.name not in self._baselines:
             result = self.pool.measure(problem, [], self.baseline_names, self.modes, self.timing,
                                        self._seed_for(problem, self.baseline_names))
+            self.pipeline.stats.gpu_busy_seconds += result.gpu_seconds
             self._baselines[problem.name] = baseline_set(problem, result)
         return self._baselines[problem.name]
 
-    def evaluate(self, genomes: Sequence[Genome], problem: Problem, builds: "Sequence[BuildResult] | None" = None,
-                 with_baselines: bool = False) -> "list[Measurement] | tuple[list[Measurement], BaselineSet]":
-        space_cache: dict[str, Any] = {}
-        out: dict[str, Measurement] = {}
-        to_build = []
-        for g in genomes:
-            space = space_cache.setdefault(g.family, get_space(g.family))
-            violations = space.violations(g, problem)
-            if violations:
-                out[g.id] = Measurement(g.id, problem.name, STATUS_INVALID, reason="; ".join(map(str, violations)))
-            else:
-                to_build.append(g)
-        builds = list(builds) if builds is not None else self.compiler.build_many(to_build)
-        by_id = {b.genome_id: b for b in builds}
-        specs = []
-        for g in to_build:
-            b = by_id[g.id]
-            if not b.ok:
-                status = STATUS_REJECTED if (b.reason or "").startswith("rejected") else (
-                    STATUS_INVALID if (b.reason or "").startswith("invalid") else STATUS_COMPILE_FAILED)
-                out[g.id] = Measurement(g.id, problem.name, status, reason=b.reason, build_seconds=b.seconds,
-                                        build_key=b.build_key)
-            else:
-                specs.append({"id": g.id, "lib": b.library, "knobs": list(b.knobs)})
+    def run(self, problem: Problem, items: Sequence[tuple[Genome, BuildResult]],
+            with_baselines: bool = False) -> "tuple[list[Measurement], float]":
+        """The Runner: gate and time built kernels in the worker (with the baselines interleaved
+        when asked); one measurement per item and the GPU seconds it took."""
+        measurements, _, seconds = self._measure(problem, items, with_baselines=with_baselines)
+        return measurements, seconds
+
+    def _measure(self, problem: Problem, items: Sequence[tuple[Genome, BuildResult]], with_baselines: bool
+                 ) -> "tuple[list[Measurement], MeasureResult | None, float]":
+        specs = [{"id": g.id, "lib": b.library, "knobs": list(b.knobs)} for g, b in items]
         base_names = self.baseline_names if with_baselines else ()
         seed = self._seed_for(problem, [sp["id"] for sp in specs] + list(base_names))
         result = self.pool.measure(problem, specs, base_names, self.modes, self.timing, seed) \
             if specs or base_names else None
         n = max(1, len(specs))
-        for spec in specs:
-            gid = spec["id"]
-            b = by_id[gid]
+        out = []
+        for g, b in items:
+            gid = g.id
             if result and gid in result.failures:
                 status, reason = result.failures[gid]
-                out[gid] = Measurement(gid, problem.name, status, reason=reason, build_seconds=b.seconds,
-                                       build_key=b.build_key)
+                out.append(Measurement(gid, problem.name, status, reason=reason, build_seconds=b.seconds,
+                                       build_key=b.build_key))
                 continue
             r = result.kernels.get(gid, {}) if result else {}
-            status = r.get("status", STATUS_CRASHED)
-            out[gid] = Measurement(
-                gid, problem.name, status, device=_timing(r.get("device")), server=_timing(r.get("server")),
-                call=_timing(r.get("call")), rel_error=r.get("rel_error"), reason=r.get("reason"),
-                build_seconds=b.seconds, gpu_seconds=(result.gpu_seconds / n) if result else 0.0,
-                build_key=b.build_key)
-        measurements = [out[g.id] for g in genomes]
+            out.append(Measurement(
+                gid, problem.name, r.get("status", STATUS_CRASHED), device=_timing(r.get("device")),
+                server=_timing(r.get("server")), call=_timing(r.get("call")), rel_error=r.get("rel_error"),
+                reason=r.get("reason"), build_seconds=b.seconds,
+                gpu_seconds=(result.gpu_seconds / n) if result else 0.0, build_key=b.build_key))
+        return out, result, (result.gpu_seconds if result else 0.0)
+
+    def evaluate(self, genomes: Sequence[Genome], problem: Problem, builds: "Sequence[BuildResult] | None" = None,
+                 with_baselines: bool = False) -> "list[Measurement] | tuple[list[Measurement], BaselineSet]":
+        """Measure `genomes` on `problem`. During a search, builds stream into the worker as they
+        finish (the pipeline); with `with_baselines` (re-verification, bench) every kernel and
+        baseline is measured in one interleaved run once all are built."""
+        if builds is None and not with_baselines:
+            return self.pipeline.evaluate(genomes, problem)
+        out: dict[str, Measurement] = {}
+        to_build = []
+        for g in genomes:
+            why = self._check(g, problem)
+            if why:
+                out[g.id] = Measurement(g.id, problem.name, STATUS_INVALID, reason=why)
+            else:
+                to_build.append(g)
+        by_id = {b.genome_id: b for b in (builds if builds is not None else self.compiler.build_many(to_build))}
+        ready = []
+        for g in to_build:
+            b = by_id[g.id]
+            if b.ok:
+                ready.append((g, b))
+            else:
+                out[g.id] = build_failure(g, problem, b)
+        measurements, result, seconds = self._measure(problem, ready, with_baselines)
+        self.pipeline.stats.gpu_busy_seconds += seconds
+        for (g, _), m in zip(ready, measurements):
+            out[g.id] = m
+        ordered = [out[g.id] for g in genomes]
         if with_baselines:
             bs = baseline_set(problem, result) if result else BaselineSet(problem.name)
             self._baselines.setdefault(problem.name, bs)
-            return measurements, bs
-        return measurements
+            return ordered, bs
+        return ordered
 
     def close(self) -> None:
+        self.compiler.close()
         self.pool.close()
 
 

@@ -35,7 +35,7 @@ import socket
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from evaluator.api import BaselineSet, Measurement, Timing
 from genome import Genome
@@ -197,6 +197,14 @@ class CampaignDB:
             self.conn.execute("UPDATE shapes SET status='running', allocation=?, started=? WHERE problem=?",
                               (_dumps(allocation), time.time(), problem))
             self._event("shape_start", problem, {"allocation": dict(allocation)})
+
+    def reopen_shape(self, problem: str) -> None:
+        """A finished shape goes on (a budget grant): running again, its hall of fame to be re-verified."""
+        with self._tx():
+            self.conn.execute("UPDATE shapes SET status='running', reason=NULL, finished=NULL WHERE problem=?",
+                              (problem,))
+            self.conn.execute("DELETE FROM verified WHERE problem=?", (problem,))
+            self._event("shape_reopened", problem, {})
 
     def finish_shape(self, problem: str, reason: str) -> None:
         with self._tx():
@@ -411,7 +419,3 @@ def _measurement(r: sqlite3.Row) -> Measurement:
         simulated=bool(r["simulated"]), build_seconds=r["build_seconds"], gpu_seconds=r["gpu_seconds"],
         build_key=r["build_key"])
 
-
-def iter_json_lines(rows: Iterable[Mapping[str, Any]]) -> Iterator[str]:
-    for row in rows:
-        yield _dumps(dict(row))

@@ -1,154 +1,70 @@
-"""The engine loop: shape after shape, rounds of ask -> evaluate -> tell, with proposal and
-evaluation overlapped, budgets, dedup, halls of fame, and resume by replay.
+"""The engine loop: shape after shape, rounds of ask -> evaluate -> tell, with proposal, builds and
+timing overlapped, budgets, dedup, halls of fame, and resume by replay.
 
 Shapes run one after another in campaign order, so a new shape can be seeded from the halls of
-fame of the nearest shapes solved before it. Budgets are fixed per shape when the shape starts
-(`allocation`): `evaluations_per_shape`, and a fair share (remaining / shapes left) of
-`total_evaluations`, `gpu_seconds`, `wall_seconds` and `llm_tokens`; what one shape leaves
-unspent goes to the next. Evaluation counts are exact; time and token limits are checked before
-each round is proposed.
+fame of the nearest shapes solved before it. Budgets: evolution/budget.py. Resume: the journal
+(evolution/journal.py) numbers and records every proposal and measurement and serves them back.
 
 Overlap (deterministic). Round 0 (the first population) is asked, evaluated and told. From then
 on, round g+1 is asked on a worker thread while round g is evaluated on the main thread, so the
 proposal of g+1 sees the results of rounds up to g-1; g is told when both are done:
 
-    ask(0) eval(0) tell(0) ask(1) [eval(1) | ask(2)] tell(1) [eval(2) | ask(3)] tell(2) ...
+    ask(0) eval(0) tell(0) ask(1) [eval(1) | ask(2) -> prefetch(2)] tell(1) [eval(2) | ask(3) ...
 
-The strategy is only touched by one thread at a time, and always in this order, so the search is
-a deterministic function of (campaign seed, sequence of measurements).
+As soon as round g+1 is proposed, its new genomes go to the evaluator's `prefetch` (when it has
+one: the GPU evaluator's Builder starts their nvcc builds), so they compile while the GPU times
+round g (the Builder/Runner split of TVM MetaSchedule). The strategy is only touched by one thread
+at a time, and always in this order, so the search is a deterministic function of (campaign
+seed, sequence of measurements); a prefetch changes what is built early, never what is measured.
 
 Dedup. A genome already measured on a shape is never measured again: a repeat proposal is told
 the stored measurement and costs no budget. Builds are shared across shapes by the compile cache.
-
-Resume (event sourcing). Every proposal is recorded (global sequence number) before its round is
-evaluated, and every evaluation is committed in its own transaction as soon as it is known. On
-`resume`, the engine runs the same loop from the start: strategies, policies, populations and
-RNGs are rebuilt from the seed; each re-generated proposal must equal the recorded one at its
-sequence number (else `ReplayMismatch`: the run cannot be continued faithfully), measurements
-already in the database are served from it, and only what has none is evaluated. Decisions that
-depend on the clock (wall-time budget, the per-shape allocation of time budgets) are replayed
-from the database, not re-decided.
 """
 
 from __future__ import annotations
 
-import hashlib
-import inspect
-import math
-import random
 import time
-from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
-from deap import tools
+from evaluator.api import Evaluator
+from genome import Genome, Offspring, Problem, SearchSpace
 
-from evaluator.api import BaselineSet, Evaluator, Measurement
-from genome import Genome, Offspring, Problem, SearchSpace, family_registry, load_object
-
-from .db import CampaignDB, ReplayMismatch
-from .population import Individual, fitness_value, logbook_stats, make_hall_of_fame
-from .registry import build_operators
+from .budget import Grants, allocation, next_size
+from .db import CampaignDB
+from .journal import Journal
+from .operators import build_operators
+from .plugins import Plugins, make_plugins
+from .population import Individual, fitness_value, make_hall_of_fame
+from .reverify import verify_hall_of_fame
+from .rng import derive_seed
+from .search import StrategyContext, build_strategy
 from .seeding import seeds_for
+from .shape_state import ShapeState, fmt_allocation
 
-
-def derive_seed(*parts: Any) -> int:
-    """A 63-bit seed from the campaign seed and names (stable across processes and Python versions)."""
-    digest = hashlib.sha256("|".join(str(p) for p in parts).encode()).digest()
-    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
-
-
-@dataclass
-class ShapeState:
-    """Everything the engine tracks about one shape while it runs (rebuilt by replay)."""
-
-    problem: Problem
-    index: int
-    allocation: dict[str, Any]
-    baselines: "BaselineSet | None"
-    strategy: Any = None
-    hof: Any = None
-    logbook: Any = None
-    measured: dict[str, Measurement] = field(default_factory=dict)
-    evaluations: int = 0
-    proposals: int = 0
-    reused: int = 0
-    rounds: int = 0
-    stall: int = 0
-    failures: Counter = field(default_factory=Counter)
-    gpu_seconds: float = 0.0
-    tokens: int = 0
-    wall_before: float = 0.0         # wall seconds spent on the shape in earlier sessions
-    wall_started: float = 0.0        # monotonic time this session began working on the shape
-    replayed: int = 0                # evaluations served from the database on resume
-    done_reason: "str | None" = None
-    status: str = "pending"
-    history: list[tuple[int, "float | None"]] = field(default_factory=list)  # (evaluations, best time)
-
-    @property
-    def name(self) -> str:
-        return self.problem.name
-
-    @property
-    def best_vendor_us(self) -> "float | None":
-        return self.baselines.best_vendor_us if self.baselines else None
-
-    @property
-    def best(self) -> "Individual | None":
-        return self.hof[0] if self.hof is not None and len(self.hof) else None
-
-    def wall_seconds(self) -> float:
-        extra = time.monotonic() - self.wall_started if self.status == "running" and self.wall_started else 0.0
-        return self.wall_before + extra
-
-
-class MultiFamily:
-    """Round-robin over one strategy per template family (for strategies that take one space)."""
-
-    def __init__(self, strategies: Sequence[Any]):
-        self.strategies = list(strategies)
-        self._cursor = 0
-        self._owner: dict[str, Any] = {}
-
-    def ask(self, n: int) -> list[Offspring]:
-        share = [0] * len(self.strategies)
-        for i in range(n):
-            share[(self._cursor + i) % len(self.strategies)] += 1
-        self._cursor += n
-        out = []
-        for strat, k in zip(self.strategies, share):
-            for off in strat.ask(k) if k else []:
-                self._owner[off.genome.id] = strat
-                out.append(off)
-        return out
-
-    def tell(self, offspring: Offspring, measurement: Measurement) -> None:
-        self._owner.get(offspring.genome.id, self.strategies[0]).tell(offspring, measurement)
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"strategies": [s.state_dict() for s in self.strategies], "cursor": self._cursor}
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        for s, d in zip(self.strategies, state["strategies"]):
-            s.load_state_dict(d)
-        self._cursor = int(state["cursor"])
+__all__ = ["Engine", "ShapeState", "derive_seed"]
 
 
 class Engine:
     """Runs (or resumes) a campaign whose config and database are given.
 
+    `BUDGET_GRANTS`: started shapes go on by the budget grants of `evogemm extend` (budget.py).
+
     `config` is an experiments.schema.CampaignConfig; `evaluator` an Evaluator, or None to build
-    one from the config with evaluator.factory.make_evaluator (lazily: a fully recorded campaign
+    one from the config through the evaluator-backend registry (lazily: a fully recorded campaign
     replays without any evaluator). `progress` receives snapshots; `log` is a callable(str).
     """
+
+    BUDGET_GRANTS = True
 
     def __init__(self, config: Any, db: CampaignDB, evaluator: "Evaluator | None" = None,
                  log: "Callable[[str], None] | None" = None, progress: Any = None,
                  render: "Callable[[Genome], str] | None" = None, mode: str = "run",
-                 on_shape_done: "Callable[[ShapeState], None] | None" = None):
+                 on_shape_done: "Callable[[ShapeState], None] | None" = None,
+                 plugins: "Plugins | None" = None):
         self.config = config
         self.db = db
+        self.plugins = plugins or make_plugins(config.families)
         self._evaluator = evaluator
         self._own_evaluator = evaluator is None
         self.log = log or (lambda line: None)
@@ -158,29 +74,22 @@ class Engine:
         self.on_shape_done = on_shape_done
         self.seed = int(config.seed)
         self.problems: list[Problem] = config.problems
-        self.seq = 0
+        self.journal = Journal(db)
+        self.grants = Grants(db.get_meta("extensions", []), db, self.log)
         self.states: dict[str, ShapeState] = {}
         self.solved: dict[str, list[Genome]] = {}
         self.policy_states: dict[str, Any] = {}
         self.last_policy_state: Any = None
-        self.spaces = self._spaces()
-        self.operator_specs = list(config.operators)
+        self.spaces: list[SearchSpace] = [self.plugins.families.resolve(name).space for name in config.families]
         self.warm_state = db.get_meta("warm_start_policy")
         self.handpicked = db.get_meta("handpicked", [])
         self.seed_pool = db.get_meta("seed_pool", {})
         self.simulated: "bool | None" = db.get_meta("simulated")
         self.evaluator_description: "str | None" = db.get_meta("evaluator_description")
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evogemm-propose")
+        self._started = time.monotonic()
 
     # -- setup ------------------------------------------------------------------------------------
-    def _spaces(self) -> list[SearchSpace]:
-        reg = family_registry()
-        out = []
-        for fam in self.config.families:
-            factory = reg.resolve(fam) if fam in reg else load_object(fam)
-            out.append(factory())
-        return out
-
     @property
     def evaluator(self) -> Evaluator:
         if self._evaluator is None:
@@ -188,24 +97,19 @@ class Engine:
         return self._evaluator
 
     def _make_evaluator(self) -> Evaluator:
+        from evaluator.factory import make_evaluator
         cfg = self.config.evaluator
         recorded = self.db.get_meta("resolved_backend")
         backend = recorded or cfg.backend
         options: dict[str, Any] = dict(cfg.options)
         options.setdefault("seed", derive_seed(self.seed, "evaluator") % (1 << 31))
-        options.setdefault("noise", cfg.noise)
-        if cfg.timing:
+        if backend in ("auto", "simulator"):
+            options.setdefault("noise", cfg.noise)
+        if cfg.timing and backend in ("auto", "gpu"):
             options.setdefault("timing", dict(cfg.timing))
-        if ":" in backend:
-            factory = load_object(backend)
-            allowed = getattr(factory, "OPTIONS", None)
-            ev = factory(**{k: v for k, v in options.items() if allowed is None or k in allowed})
-            resolved = backend
-        else:
-            from evaluator.factory import make_evaluator
-            ev = make_evaluator(backend, **options)
-            resolved = "simulator" if getattr(ev, "simulated", False) else "gpu"
+        ev = make_evaluator(backend, families=self.plugins.families, registry=self.plugins.evaluators, **options)
         self.simulated = bool(getattr(ev, "simulated", False))
+        resolved = backend if backend not in ("auto",) else ("simulator" if self.simulated else "gpu")
         self.evaluator_description = ev.describe()
         if recorded is None:
             self.db.set_meta({"resolved_backend": resolved, "simulated": self.simulated,
@@ -225,26 +129,15 @@ class Engine:
         try:
             for idx, problem in enumerate(self.problems):
                 self._run_shape(idx, problem)
+            while any([self._continue_shape(state) for state in list(self.states.values())]):
+                pass  # shapes granted more budget by an extension go on, in shape order, until none can
+            for state in self.states.values():  # one left open for a grant it could not take after all
+                row = self.db.shape_row(state.name)
+                if state.status == "done" and row is not None and row["status"] != "done":
+                    self.db.finish_shape(state.name, state.done_reason or "done")
         finally:
             self._refresh()
         return self.states
-
-    def _allocation(self, idx: int) -> dict[str, Any]:
-        b = self.config.budget
-        left = len(self.problems) - idx
-        used_evals = sum(s.evaluations for s in self.states.values())
-        used_gpu = sum(s.gpu_seconds for s in self.states.values())
-        used_tokens = sum(s.tokens for s in self.states.values())
-        used_wall = self.db.wall_seconds()
-        alloc: dict[str, Any] = {"evaluations": b.evaluations_per_shape}
-        if b.total_evaluations is not None:
-            share = max(0, b.total_evaluations - used_evals) // left if left > 1 else \
-                max(0, b.total_evaluations - used_evals)
-            alloc["evaluations"] = share if alloc["evaluations"] is None else min(alloc["evaluations"], share)
-        alloc["gpu_seconds"] = None if b.gpu_seconds is None else max(0.0, b.gpu_seconds - used_gpu) / left
-        alloc["wall_seconds"] = None if b.wall_seconds is None else max(0.0, b.wall_seconds - used_wall) / left
-        alloc["llm_tokens"] = None if b.llm_tokens is None else max(0, b.llm_tokens - used_tokens) // left
-        return alloc
 
     def _run_shape(self, idx: int, problem: Problem) -> None:
         row = self.db.shape_row(problem.name) or {"status": "pending", "allocation": None, "reason": None,
@@ -253,12 +146,7 @@ class Engine:
         state = ShapeState(problem=problem, index=idx, allocation=row["allocation"] or {}, baselines=None)
         self.states[problem.name] = state
         if not spaces:
-            why = "; ".join(f"{s.family}: {s.supports(problem)}" for s in self.spaces)
-            state.status, state.done_reason = "done", f"unsupported ({why})"
-            if row["status"] != "done":
-                self.db.finish_shape(problem.name, state.done_reason)
-            self.log(f"{problem.name}: skipped, no family supports it ({why})")
-            self._refresh()
+            self._skip(state, row)
             return
         state.baselines = self.db.baselines(problem.name)
         if state.baselines is None:
@@ -266,24 +154,44 @@ class Engine:
             self.db.record_baselines(self.evaluator.baselines(problem))
             state.baselines = self.db.baselines(problem.name)  # exactly what a resume will read
         if row["allocation"] is None:
-            state.allocation = self._allocation(idx)
+            state.allocation = allocation(self.config.budget, len(self.problems) - idx, self.states.values(),
+                                          self.db.wall_seconds())
             self.db.start_shape(problem.name, state.allocation)
         state.wall_before = float(row.get("wall_seconds") or 0.0)
         state.status = "running"
         state.wall_started = time.monotonic()
         state.hof = make_hall_of_fame(self.config.population.hall_of_fame)
-        state.logbook = tools.Logbook()
-        state.logbook.header = ["round", "new", "reused", "evals", "best_us", "speedup", "failures", "max", "mean"]
+        self.journal.load_recorded(state)
         state.strategy = self._make_strategy(state, spaces)
         bv = state.baselines.best("device") if state.baselines else None
-        self.log(f"{problem.name}: start (allocation {_fmt_alloc(state.allocation)}; best vendor "
+        self.log(f"{problem.name}: start (allocation {fmt_allocation(state.allocation)}; best vendor "
                  f"{bv[0] + ' ' + format(bv[1], '.2f') + ' us' if bv else 'n/a'})")
         self._refresh()
-        reason = self._loop(state)
+        self._finished(state, self._loop(state))
+
+    def _continue_shape(self, state: ShapeState) -> bool:
+        """Go on with a finished shape that has a budget grant it may take now; False if none."""
+        if state.strategy is None or state.status != "done" or not self.grants.any_now(state, self.journal.seq):
+            return False
+        before = dict(state.grants_taken)
+        state.status = "running"
+        state.wall_before = float((self.db.shape_row(state.name) or {}).get("wall_seconds") or 0.0)
+        state.wall_started = time.monotonic()
+        reason = self._loop(state, first=False)
+        if state.grants_taken == before:  # pragma: no cover - any_now said it would take one
+            state.status = "done"
+            return False
+        self._finished(state, reason)
+        return True
+
+    def _finished(self, state: ShapeState, reason: str) -> None:
+        problem = state.problem
         state.status, state.done_reason = "done", reason
-        if row["status"] != "done":
+        row = self.db.shape_row(problem.name)
+        if (row is None or row["status"] != "done") and not self.grants.waiting(state):
             self.db.finish_shape(problem.name, reason)
-        self._verify_hall_of_fame(state)
+        if not self.simulated and len(state.hof) and self.db.verified(state.name) is None:
+            verify_hall_of_fame(state, self.evaluator, self.db, self.log)
         self.solved[problem.name] = [ind.genome for ind in state.hof]
         policy = getattr(state.strategy, "policy", None)
         if policy is not None:
@@ -292,210 +200,101 @@ class Engine:
         best = state.best
         self.log(f"{problem.name}: done ({reason}); {state.evaluations} evaluations"
                  + (f", {state.replayed} replayed from the database" if state.replayed else "")
-                 + (f"; best {best.time_us:.2f} us, {_speedup(state):.3f}x vs best vendor" if best else
-                    "; no kernel passed"))
+                 + (f"; best {best.time_us:.2f} us, {state.speedup:.3f}x vs best vendor"
+                    if best and state.speedup else "; no kernel passed" if not best else ""))
         self._refresh()
         if self.on_shape_done is not None:
             self.on_shape_done(state)
 
-    def _verify_hall_of_fame(self, state: ShapeState) -> None:
-        """On a GPU, measure the hall of fame once more in one run interleaved with the vendor
-        baselines (MEASURE.md: candidate and baselines in the same process, on the same buffers);
-        the report quotes these figures. Skipped on the simulator and when already recorded."""
-        if self.simulated or not len(state.hof) or self.db.verified(state.name) is not None:
-            return
-        if "with_baselines" not in inspect.signature(self.evaluator.evaluate).parameters:
-            self.log(f"{state.name}: the evaluator cannot measure baselines interleaved; hall of fame not re-verified")
-            return
-        genomes = [ind.genome for ind in state.hof]
-        self.log(f"{state.name}: re-verifying the hall of fame ({len(genomes)} kernels) interleaved "
-                 "with the vendor baselines")
-        measurements, baselines = self.evaluator.evaluate(genomes, state.problem, with_baselines=True)
-        for m in measurements:
-            m.problem = state.name
-        self.db.record_verified(state.name, baselines, measurements)
+    def _skip(self, state: ShapeState, row: dict) -> None:
+        """No family of the campaign can run this shape: record why, say so, go on."""
+        why = "; ".join(f"{s.family}: {s.supports(state.problem)}" for s in self.spaces)
+        state.status, state.done_reason = "skipped", f"unsupported ({why})"
+        if row["status"] != "done":
+            self.db.finish_shape(state.name, state.done_reason)
+        self.log(f"{state.name}: skipped, no family supports it ({why})")
+        self._refresh()
 
     def _make_strategy(self, state: ShapeState, spaces: Sequence[SearchSpace]) -> Any:
         cfg = self.config
         name = cfg.strategy.name
-        seed = derive_seed(self.seed, "strategy", name, state.name)
-        if name == "evolution":
+        plugins = self.plugins
+        pop = cfg.population
+
+        def policy(arms: Sequence[str], priors: dict) -> Any:
             from .bandit import make_policy
-            from .parents import select_parents
-            operators = build_operators(self.operator_specs)
-            policy = make_policy(cfg.selection.policy, list(operators),
-                                 priors={arm: e.prior for arm, e in operators.items()}, **cfg.selection.params)
+            made = make_policy(cfg.selection.policy, list(arms), priors=priors, registry=plugins.policies,
+                               **cfg.selection.params)
             warm = self.last_policy_state if self.last_policy_state is not None else self.warm_state
             if warm is not None:
-                policy.warm_start(warm, weight=cfg.selection.warm_start_weight)
-            pop = cfg.population
-            initial = pop.size * max(pop.islands, len(spaces))
-            seeds: list[tuple[Genome, str, str]] = []
-            limit = int(math.floor(pop.seed_fraction * initial))
+                made.warm_start(warm, weight=cfg.selection.warm_start_weight)
+            return made
+
+        def seeds(limit: int) -> list:
+            out: list = []
             for space in spaces:
-                seeds += seeds_for(state.problem, space, self.solved if pop.nearest_shapes else {},
-                                   self.seed_pool if pop.nearest_shapes else {},
-                                   self.handpicked if pop.handpicked else [], pop.nearest_shapes, limit)
-            from .evolve import EvolutionStrategy
-            return EvolutionStrategy(
-                state.problem, spaces, operators, policy, random.Random(seed), size=pop.size, islands=pop.islands,
-                offspring=pop.offspring_per_island, elite=pop.elite, tournament=pop.tournament,
-                migration_interval=pop.migration_interval, migration_size=pop.migration_size,
-                seed_fraction=pop.seed_fraction, seeds=seeds, best_vendor_us=state.best_vendor_us,
-                failure_reward=cfg.selection.failure_reward, reward=cfg.selection.reward, parents=cfg.selection.parents.model_dump(),
-                render=self.render, select_parents=select_parents)
-        if name == "random":
-            from .strategies import RandomSearch
-            factory: Any = RandomSearch
-        elif name == "optuna_tpe":
-            from .strategies import OptunaTPE
-            factory = OptunaTPE
-        else:
-            factory = load_object(name)
-        params = dict(cfg.strategy.params)
-        made = [factory(space, state.problem, derive_seed(seed, space.family) % (1 << 31), **params)
-                for space in spaces]
-        return made[0] if len(made) == 1 else MultiFamily(made)
+                out += seeds_for(state.problem, space, self.solved if pop.nearest_shapes else {},
+                                 self.seed_pool if pop.nearest_shapes else {},
+                                 self.handpicked if pop.handpicked else [], pop.nearest_shapes, limit)
+            return out
+
+        parents = cfg.selection.parents
+        ctx = StrategyContext(
+            problem=state.problem, spaces=spaces, seed=derive_seed(self.seed, "strategy", name, state.name),
+            params=dict(cfg.strategy.params), config=cfg, best_vendor_us=state.best_vendor_us,
+            operators=lambda: build_operators(cfg.operators, plugins.operators), policy=policy,
+            parent_selection=lambda: plugins.parent_selections.create(parents.name, **parents.params),
+            seeds=seeds, render=self.render)
+        return build_strategy(plugins.strategies.resolve(name), ctx)
 
     # -- rounds -----------------------------------------------------------------------------------
-    def _round_size(self, state: ShapeState, first: bool) -> int:
-        strat = state.strategy
-        if first and hasattr(strat, "initial_size"):
-            return int(strat.initial_size)
-        if hasattr(strat, "round_size"):
-            return int(strat.round_size)
-        pop = self.config.population
-        return pop.offspring_per_island * pop.islands
+    def _next(self, state: ShapeState, inflight: int, first: bool) -> "tuple[int, str | None]":
+        return next_size(state, self.db, self.journal.seq, self.config.population, inflight, first, self.grants)
 
-    def _next_size(self, state: ShapeState, inflight: int, first: bool) -> "tuple[int, str | None]":
-        """How many to ask for next (0 = the shape is done, with the reason)."""
-        alloc = state.allocation
-        n = self._round_size(state, first)
-        if alloc.get("evaluations") is not None:
-            left = alloc["evaluations"] - state.evaluations - inflight
-            if left <= 0:
-                return 0, "evaluation budget spent"
-            n = min(n, left)
-        if alloc.get("gpu_seconds") is not None and state.gpu_seconds >= alloc["gpu_seconds"]:
-            return 0, "GPU-time budget spent"
-        if alloc.get("llm_tokens") is not None and state.tokens >= alloc["llm_tokens"]:
-            return 0, "LLM-token budget spent"
-        if state.stall >= self.config.population.max_stall_rounds:
-            return 0, f"no new genome in {state.stall} rounds"
-        recorded = self.db.proposal(self.seq)
-        if recorded is not None:
-            if recorded["problem"] == state.name:
-                return n, None  # replay: the recorded run went on here
-            return 0, self.db.shape_row(state.name)["reason"] or "stopped (recorded)"
-        row = self.db.shape_row(state.name)
-        if row and row["status"] == "done":
-            return 0, row["reason"] or "stopped (recorded)"
-        if alloc.get("wall_seconds") is not None and state.wall_seconds() >= alloc["wall_seconds"]:
-            return 0, "wall-time budget spent"
-        return n, None
+    def _propose(self, state: ShapeState, n: int) -> list[Offspring]:
+        """Ask the strategy (on the proposal thread), then start building what it proposed."""
+        offspring = state.strategy.ask(n)
+        prefetch = getattr(self._evaluator, "prefetch", None)
+        if prefetch is not None and offspring:
+            todo = self.journal.unmeasured(state, offspring)
+            if todo:
+                prefetch(todo, state.problem)
+        return offspring
 
-    def _loop(self, state: ShapeState) -> str:
-        n, reason = self._next_size(state, 0, first=True)
+    def _loop(self, state: ShapeState, first: bool = True) -> str:
+        n, reason = self._next(state, 0, first=first)
         if n == 0:
             return reason or "nothing to do"
-        batch = self._record(state, state.strategy.ask(n))
+        batch = self.journal.record(state, state.strategy.ask(n))
         while batch:
-            new = self._new_genomes(state, batch)
+            new = self.journal.new_genomes(state, batch)
             future: "Future[list[Offspring]] | None" = None
             pipelined = state.rounds >= 1
             if pipelined:
-                n_next, reason = self._next_size(state, len(new), first=False)
+                n_next, reason = self._next(state, len(new), first=False)
                 if n_next > 0:
-                    future = self._pool.submit(state.strategy.ask, n_next)
+                    future = self._pool.submit(self._propose, state, n_next)
             try:
-                results = self._evaluate(state, new)
+                needs_evaluator = any(gid not in state.recorded for gid in (g.id for _, g in new))
+                results = self.journal.evaluate(state, new, self.evaluator if needs_evaluator else None,
+                                                self.config.evaluator.batch_size)
             finally:
                 next_raw = future.result() if future is not None else None
             self._tell(state, batch, results)
             if not pipelined:
-                n_next, reason = self._next_size(state, 0, first=False)
+                n_next, reason = self._next(state, 0, first=False)
                 next_raw = state.strategy.ask(n_next) if n_next > 0 else None
             if next_raw is None:
                 return reason or "done"
             if not next_raw:
                 return "the strategy proposed nothing new"
-            batch = self._record(state, next_raw)
+            batch = self.journal.record(state, next_raw)
         return "the strategy proposed nothing"
 
-    def _record(self, state: ShapeState, offspring: Sequence[Offspring]) -> list[tuple[int, Offspring]]:
-        """Give each proposal its sequence number; insert it, or check it against the record."""
-        rows = []
-        out = []
-        for off in offspring:
-            seq = self.seq
-            self.seq += 1
-            meta = dict(off.meta or {})
-            arm = meta.get("arm")
-            parents = list(off.parent_ids)
-            recorded = self.db.proposal(seq)
-            if recorded is not None:
-                mismatch = []
-                for key, mine in (("problem", state.name), ("genome_id", off.genome.id), ("operator", off.operator),
-                                  ("arm", arm), ("parent_ids", parents)):
-                    if recorded[key] != mine:
-                        mismatch.append(f"{key}: recorded {recorded[key]!r}, re-generated {mine!r}")
-                if mismatch:
-                    raise ReplayMismatch(
-                        f"proposal #{seq} ({state.name}, round {state.rounds}) does not match the database: "
-                        + "; ".join(mismatch) + ". The search is not reproducible from this database "
-                        "(changed code, operators, or inputs?); resume cannot continue it faithfully.")
-            else:
-                rows.append({"seq": seq, "problem": state.name, "round": state.rounds, "island": meta.get("island"),
-                             "genome": off.genome, "operator": off.operator, "arm": arm, "parent_ids": parents,
-                             "note": off.note, "meta": {k: v for k, v in meta.items() if k not in ("island", "arm")}})
-            state.proposals += 1
-            state.tokens += int(meta.get("tokens", 0) or 0)
-            out.append((seq, off))
-        self.db.record_proposals(rows)
-        return out
-
-    def _new_genomes(self, state: ShapeState, batch: Sequence[tuple[int, Offspring]]) -> list[tuple[int, Genome]]:
-        seen: set[str] = set()
-        out = []
-        for seq, off in batch:
-            gid = off.genome.id
-            if gid in state.measured or gid in seen:
-                continue
-            seen.add(gid)
-            out.append((seq, off.genome))
-        return out
-
-    def _evaluate(self, state: ShapeState, new: Sequence[tuple[int, Genome]]) -> dict[str, Measurement]:
-        out: dict[str, Measurement] = {}
-        todo: list[tuple[int, Genome]] = []
-        for seq, genome in new:
-            stored = self.db.measurement(genome.id, state.name)
-            if stored is not None:
-                out[genome.id] = stored
-                state.replayed += 1
-            else:
-                todo.append((seq, genome))
-        size = self.config.evaluator.batch_size or max(1, len(todo))
-        for start in range(0, len(todo), size):
-            chunk = todo[start:start + size]
-            genomes = [g for _, g in chunk]
-            t0 = time.monotonic()
-            measurements = self.evaluator.evaluate(genomes, state.problem)
-            seconds = (time.monotonic() - t0) / max(1, len(chunk))
-            if len(measurements) != len(genomes):
-                raise RuntimeError(f"evaluator returned {len(measurements)} measurements for {len(genomes)} genomes")
-            for (seq, genome), m in zip(chunk, measurements):
-                if m.genome_id != genome.id:
-                    raise RuntimeError(f"evaluator answered for genome {m.genome_id}, asked {genome.id}")
-                m.problem = state.name
-                self.db.record_evaluation(m, seconds=seconds, seq=seq, shape_wall=state.wall_seconds())
-                out[genome.id] = m
-        return out
-
-    def _tell(self, state: ShapeState, batch: Sequence[tuple[int, Offspring]], results: Mapping[str, Measurement]) -> None:
+    def _tell(self, state: ShapeState, batch: Sequence[tuple[int, Offspring]], results: dict) -> None:
         new_ok: list[Individual] = []
         n_new = reused = failures = 0
-        for seq, off in batch:
+        for _, off in batch:
             gid = off.genome.id
             if gid in results and gid not in state.measured:
                 m = results[gid]
@@ -503,9 +302,8 @@ class Engine:
                 state.evaluations += 1
                 n_new += 1
                 state.gpu_seconds += float(m.gpu_seconds or 0.0)
-                if m.ok:
-                    fit = fitness_value(m, state.best_vendor_us)
-                    assert fit is not None
+                fit = fitness_value(m, state.best_vendor_us) if m.ok else None
+                if fit is not None:
                     new_ok.append(Individual(off.genome, m, fit, origin=off.operator))
                 else:
                     state.failures[m.status] += 1
@@ -518,33 +316,52 @@ class Engine:
         state.hof.update(new_ok)
         state.rounds += 1
         state.stall = 0 if n_new else state.stall + 1
-        best = state.best
-        state.history.append((state.evaluations, best.time_us if best else None))
-        stats = logbook_stats().compile(new_ok) if new_ok else {}
-        state.logbook.record(round=state.rounds - 1, new=n_new, reused=reused, evals=state.evaluations,
-                             best_us=best.time_us if best else None, speedup=_speedup(state),
-                             failures=failures, **stats)
         policy = getattr(state.strategy, "policy", None)
         probs: dict[str, float] = {}
         if policy is not None:
             probs = dict(policy.probabilities())
-            self.db.log_policy(state.name, state.rounds - 1, self.seq, self.config.selection.policy, probs,
+            self.db.log_policy(state.name, state.rounds - 1, self.journal.seq, self.config.selection.policy, probs,
                                policy.stats(), policy.state_dict())
-        for line in getattr(state.strategy, "events", [])[:]:
+        events = getattr(state.strategy, "events", None)
+        for line in list(events or []):
             self.log(f"{state.name}: {line}")
-        if hasattr(state.strategy, "events"):
-            state.strategy.events.clear()
+        if events:
+            events.clear()
+        self._log_round(state, n_new, reused, failures, probs)
+        self._refresh()
+
+    def _log_round(self, state: ShapeState, n_new: int, reused: int, failures: int, probs: dict) -> None:
+        best = state.best
         top = ", ".join(f"{a} {p:.2f}" for a, p in sorted(probs.items(), key=lambda t: -t[1])[:3])
+        busy = self.utilisation()
         self.log(f"{state.name} round {state.rounds - 1}: {n_new} new, {reused} reused, {failures} failed; "
                  f"{state.evaluations}/{state.allocation.get('evaluations') or '-'} evaluations; best "
-                 + (f"{best.time_us:.2f} us ({_speedup(state):.3f}x vs best vendor)" if best else "none")
-                 + (f"; p: {top}" if top else ""))
-        self._refresh()
+                 + (f"{best.time_us:.2f} us ({state.speedup:.3f}x vs best vendor)" if best and state.speedup
+                    else f"{best.time_us:.2f} us" if best else "none")
+                 + (f"; p: {top}" if top else "")
+                 + (f"; GPU busy {100 * busy['gpu_busy_fraction']:.0f}% of {busy['wall_seconds']:.0f} s"
+                    f" ({busy['gpu_seconds_during_builds']:.1f} s of it while nvcc builds ran)" if busy else ""))
+        if busy:
+            self.db.set_meta({"utilisation": busy})
+
+    def utilisation(self) -> "dict[str, float] | None":
+        """This session's GPU busy time against wall time since the engine started (None when the
+        evaluator does not report it, e.g. the simulator)."""
+        stats = getattr(self._evaluator, "stats", None)
+        if stats is None or self.simulated:
+            return None
+        s = stats()
+        wall = max(1e-9, time.monotonic() - self._started)
+        busy = float(s.get("gpu_busy_seconds", 0.0))
+        return {"gpu_busy_seconds": round(busy, 3), "wall_seconds": round(wall, 3),
+                "gpu_busy_fraction": round(min(1.0, busy / wall), 4),
+                "gpu_seconds_during_builds": round(float(s.get("gpu_seconds_during_builds", 0.0)), 3),
+                "builds": int(s.get("builds", 0)), "build_seconds": round(float(s.get("build_seconds", 0.0)), 3)}
 
     # -- progress ---------------------------------------------------------------------------------
     def snapshot(self) -> list[dict[str, Any]]:
         out = []
-        for idx, problem in enumerate(self.problems):
+        for problem in self.problems:
             st = self.states.get(problem.name)
             policy = getattr(st.strategy, "policy", None) if st else None
             best = st.best if st else None
@@ -557,7 +374,7 @@ class Engine:
                 "best_us": best.time_us if best else None,
                 "vendor": bv[0] if bv else None,
                 "vendor_us": bv[1] if bv else None,
-                "speedup": _speedup(st) if st else None,
+                "speedup": st.speedup if st else None,
                 "probabilities": dict(policy.probabilities()) if policy is not None else {},
                 "failures": sum(st.failures.values()) if st else 0,
                 "reason": st.done_reason if st else None,
@@ -568,14 +385,3 @@ class Engine:
     def _refresh(self) -> None:
         if self.progress is not None:
             self.progress.update(self.snapshot(), simulated=self.simulated, evaluator=self.evaluator_description)
-
-
-def _speedup(state: "ShapeState | None") -> "float | None":
-    if state is None or state.best is None or not state.best_vendor_us:
-        return None
-    return state.best_vendor_us / state.best.time_us
-
-
-def _fmt_alloc(alloc: Mapping[str, Any]) -> str:
-    parts = [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in alloc.items() if v is not None]
-    return ", ".join(parts) or "unlimited"

@@ -1,16 +1,17 @@
 """The evolutionary search strategy of one shape: islands, RL-weighted operator choice, parents
 chosen by fitness and novelty, (mu + lambda) survivors with elites, ring migration.
 
-It implements the `SearchStrategy` protocol (`ask(n)`, `tell(offspring, measurement)`,
-`state_dict()`, `load_state_dict()`), so the engine runs it exactly like Optuna TPE or random
-search. Its DEAP `Toolbox` holds the variation and selection functions.
+It implements the search-strategy protocol (`ask(n)`, `tell(offspring, measurement)`), so the
+engine runs it exactly like Optuna TPE or random search; `build(ctx)` makes it from the engine's
+`StrategyContext` (all the shape's spaces, the operators, the policy, the seeds). Its DEAP
+`Toolbox` holds the variation and selection functions.
 
 Round structure. The first `ask` returns the initial population (seeds from the nearest solved
 shapes and hand-picked genomes, at most `seed_fraction` of it, the rest sampled from the space),
 dealt round-robin to the islands. Each later `ask(n)` first folds the children told since the
 previous ask into their islands (survivor selection; a migration every `migration_interval`
 generations), then makes `n` children, island by island: the policy picks an arm (operator),
-`select_parents` picks its parents from the island, the operator proposes, the space repairs and
+the parent selection picks its parents from the island, the operator proposes, the space repairs and
 validates, and a genome this strategy has already proposed is drawn again.
 
 Reward (the policy's update at `tell`), from r = log(parent time / child time) of a successful
@@ -30,14 +31,14 @@ import math
 import random
 from typing import Any, Callable, Mapping, Sequence
 
-from deap import base, tools
+from deap import base
 
 from evaluator.api import Measurement
 from genome import (Genome, InvalidGenome, Offspring, OperatorContext, Problem, RandomSample, SearchSpace,
                     apply_operator)
 
 from .population import Individual, Island, fitness_value, migrate_ring, survivors
-from .registry import OperatorEntry
+from .operators import OperatorEntry
 
 REWARDS = ("log_ratio", "improvement", "success")
 MAX_ATTEMPTS = 12  # operator draws per child before falling back to a fresh sample
@@ -51,8 +52,7 @@ class EvolutionStrategy:
                  elite: int = 2, tournament: int = 2, migration_interval: int = 4, migration_size: int = 2,
                  seed_fraction: float = 0.5, seeds: Sequence[tuple[Genome, str, str]] = (),
                  best_vendor_us: "float | None" = None, failure_reward: float = -1.0, reward: str = "success",
-                 parents: "Mapping[str, float] | None" = None, render: "Callable[[Genome], str] | None" = None,
-                 select_parents: "Callable[..., list[Genome]] | None" = None):
+                 parent_selection: Any = None, render: "Callable[[Genome], str] | None" = None):
         if not spaces:
             raise ValueError("evolution needs at least one search space")
         if not operators:
@@ -71,7 +71,6 @@ class EvolutionStrategy:
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
         self.reward_kind = reward
-        self.parent_weights = dict(parents or {})
         self.render = render
         families = [s.family for s in spaces]
         n_islands = max(islands, len(families))
@@ -84,23 +83,41 @@ class EvolutionStrategy:
         self.known: dict[str, Individual] = {}          # successful genomes told so far
         self.failures: list[dict[str, Any]] = []
         self.rewards: list[tuple[str, float]] = []
-        self.n_told = 0
         self.events: list[str] = []                      # drained by the engine into the log
         self._cursor = 0                                 # next island to breed on
 
-        if select_parents is None:
-            from .parents import select_parents as select_parents_fn
-            select_parents = select_parents_fn
+        if parent_selection is None:
+            from .parents import FitnessNovelty
+            parent_selection = FitnessNovelty()
         self.toolbox = base.Toolbox()
-        pw = self.parent_weights
-        self.toolbox.register("select_parents", select_parents, fitness_weight=pw.get("fitness_weight", 1.0),
-                              novelty_weight=pw.get("novelty_weight", 0.3), temperature=pw.get("temperature", 0.5))
+        self.toolbox.register("select_parents", parent_selection.select)
         self.toolbox.register("vary", apply_operator)
         self.toolbox.register("survive", survivors, size=size, elite=elite, tournsize=tournament)
-        self.toolbox.register("select_elite", tools.selBest)
         self.toolbox.register("migrate", migrate_ring, k=migration_size, size=size)
 
-    # -- SearchStrategy protocol ------------------------------------------------------------------
+    @classmethod
+    def check_params(cls, params: Mapping[str, Any]) -> None:
+        if params:
+            raise ValueError("the evolution strategy takes its settings from population/selection/operators; "
+                             "strategy.params must be empty")
+
+    @classmethod
+    def build(cls, ctx: Any) -> "EvolutionStrategy":
+        """Make the strategy from the engine's StrategyContext (evolution.search)."""
+        cfg = ctx.config
+        operators = ctx.operators()
+        policy = ctx.policy(list(operators), {arm: e.prior for arm, e in operators.items()})
+        pop = cfg.population
+        initial = pop.size * max(pop.islands, len(ctx.spaces))
+        seeds = ctx.seeds(int(math.floor(pop.seed_fraction * initial)))
+        return cls(ctx.problem, ctx.spaces, operators, policy, random.Random(ctx.seed), size=pop.size,
+                   islands=pop.islands, offspring=pop.offspring_per_island, elite=pop.elite,
+                   tournament=pop.tournament, migration_interval=pop.migration_interval,
+                   migration_size=pop.migration_size, seed_fraction=pop.seed_fraction, seeds=seeds,
+                   best_vendor_us=ctx.best_vendor_us, failure_reward=cfg.selection.failure_reward,
+                   reward=cfg.selection.reward, parent_selection=ctx.parent_selection(), render=ctx.render)
+
+    # -- search-strategy protocol -----------------------------------------------------------------
     @property
     def initial_size(self) -> int:
         return self.size * len(self.islands)
@@ -126,7 +143,6 @@ class EvolutionStrategy:
         return out
 
     def tell(self, offspring: Offspring, measurement: Measurement) -> None:
-        self.n_told += 1
         gid = offspring.genome.id
         info = self.lineage.get(gid) or {"arm": offspring.meta.get("arm"), "island": offspring.meta.get("island", 0),
                                          "parents": list(offspring.parent_ids)}
@@ -145,29 +161,6 @@ class EvolutionStrategy:
         ind = Individual(offspring.genome, measurement, fit, origin=offspring.operator)
         self.known[gid] = ind
         island.pending.append(ind)
-
-    def state_dict(self) -> dict[str, Any]:
-        """A summary for checkpoints and inspection. The engine resumes by replaying proposals and
-        measurements (see evolution/engine.py), which restores everything, not only this."""
-        return {
-            "generation": self.generation,
-            "n_told": self.n_told,
-            "islands": [{"family": i.family, "population": sorted(x.id for x in i.population),
-                         "pending": sorted(x.id for x in i.pending)} for i in self.islands],
-            "migrations": [list(m) for m in self.migrations],
-            "policy": self.policy.state_dict(),
-            "rng": _rng_state(self.rng),
-        }
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore the policy, counters and RNG. Populations hold measured individuals, which a
-        state dict does not carry: rebuild them by replay (the engine does)."""
-        self.policy.load_state_dict(state["policy"])
-        self.generation = int(state.get("generation", 0))
-        self.n_told = int(state.get("n_told", 0))
-        self.migrations = [tuple(m) for m in state.get("migrations", [])]
-        if "rng" in state:
-            self.rng.setstate(_rng_from(state["rng"]))
 
     # -- internals --------------------------------------------------------------------------------
     def _history(self, island: Island) -> dict[str, Any]:
@@ -272,11 +265,3 @@ class EvolutionStrategy:
             return 1.0 if r > 0 else 0.0
         return r
 
-
-def _rng_state(rng: random.Random) -> list[Any]:
-    version, internal, gauss = rng.getstate()
-    return [version, list(internal), gauss]
-
-
-def _rng_from(state: Sequence[Any]) -> tuple[Any, ...]:
-    return (state[0], tuple(state[1]), state[2])

@@ -1,4 +1,4 @@
-"""Plug-in registries built per campaign: operators (built-ins + import paths) and strategies.
+"""The operator registry built per campaign (built-ins + import paths) and the campaign's arms.
 
 An operator entry is one arm of the selection policy: `name` resolves through a `Registry` made
 fresh for the campaign from `genome.operators.classic_operators()`; a name of the form
@@ -12,7 +12,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from genome import Operator, Registry, classic_operators
+from genome import Operator, Registry, classic_operators, describe_object
 
 
 @dataclass(frozen=True)
@@ -28,9 +28,21 @@ class OperatorEntry:
         return int(getattr(self.operator, "arity", 1))
 
 
+def _check_operator(obj: Any) -> "str | None":
+    """An operator plug-in is a class whose instances are called with (parents, ctx) and that
+    says how many parents it takes (`arity`)."""
+    if not inspect.isclass(obj):
+        return f"is {describe_object(obj)}, not an operator class (with arity and __call__(parents, ctx))"
+    if not any("__call__" in vars(k) for k in obj.__mro__ if k is not object):
+        return f"class {obj.__name__} has no __call__(parents, ctx)"
+    if not isinstance(getattr(obj, "arity", None), int):
+        return f"class {obj.__name__} has no integer `arity` (how many parents it takes)"
+    return None
+
+
 def operator_registry(extra: "Mapping[str, Callable[..., Operator]] | None" = None) -> Registry[Operator]:
     """A fresh registry: the classic operators, plus `extra` (name -> factory)."""
-    reg: Registry[Operator] = Registry("operator", classic_operators())
+    reg: Registry[Operator] = Registry("operator", classic_operators(), check=_check_operator)
     for name, factory in (extra or {}).items():
         reg.register(name, factory)
     return reg

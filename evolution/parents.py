@@ -16,11 +16,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from genome import Genome, SearchSpace
+from genome import Genome, Registry, SearchSpace, class_with
 
-from .bandit import sample_index
+from .policy_base import sample_index
 
-__all__ = ["novelty", "distance", "selection_weights", "select_parents", "DEFAULT_WEIGHTS"]
+__all__ = ["novelty", "distance", "selection_weights", "select_parents", "DEFAULT_WEIGHTS", "FitnessNovelty",
+           "UniformParents", "parent_selection_registry"]
 
 DEFAULT_WEIGHTS = {"fitness_weight": 1.0, "novelty_weight": 0.3, "temperature": 0.5}
 
@@ -97,6 +98,9 @@ def _check_weights(weights: dict[str, Any]) -> dict[str, float]:
         out[key] = float(value)
     if out["temperature"] <= 0:
         raise ValueError(f"parent selection temperature must be > 0, got {out['temperature']}")
+    for key in ("fitness_weight", "novelty_weight"):
+        if out[key] < 0:
+            raise ValueError(f"parent selection {key} must be >= 0, got {out[key]}")
     return out
 
 
@@ -177,3 +181,34 @@ def select_parents(candidates: Sequence[tuple[Genome, float]], k: int, rng: rand
                 sub = np.zeros(len(others))
             picks[1] = others[sample_index(rng, _probs(sub))]
     return [genomes[i] for i in picks]
+
+
+class FitnessNovelty:
+    """Parent selection by fitness and novelty (see `select_parents`): the default."""
+
+    name = "fitness_novelty"
+
+    def __init__(self, fitness_weight: float = 1.0, novelty_weight: float = 0.3, temperature: float = 0.5):
+        self.weights = _check_weights({"fitness_weight": fitness_weight, "novelty_weight": novelty_weight,
+                                       "temperature": temperature})
+
+    def select(self, candidates: Sequence[tuple[Genome, float]], k: int, rng: random.Random,
+               space: SearchSpace) -> list[Genome]:
+        return select_parents(candidates, k, rng, space, **self.weights)
+
+
+class UniformParents:
+    """Parents drawn uniformly among the measured candidates (an ablation baseline)."""
+
+    name = "uniform"
+
+    def select(self, candidates: Sequence[tuple[Genome, float]], k: int, rng: random.Random,
+               space: SearchSpace) -> list[Genome]:
+        usable = [g for g, f in candidates if math.isfinite(f)] or [g for g, _ in candidates]
+        return [usable[int(rng.random() * len(usable))] for _ in range(k)] if usable else []
+
+
+def parent_selection_registry() -> Registry:
+    """A fresh registry of parent selections; plug-ins are classes with select(candidates, k, rng, space)."""
+    return Registry("parent selection", {FitnessNovelty.name: FitnessNovelty, UniformParents.name: UniformParents},
+                    check=class_with("select"))

@@ -77,18 +77,18 @@ def make_hall_of_fame(size: int) -> tools.HallOfFame:
     return tools.HallOfFame(size, similar=same_genome)
 
 
+def rank_key(time_us: float, genome_id: str) -> tuple[float, str]:
+    """The one order of "best": fastest device time first, ties broken by genome id. The hall of
+    fame files, `evogemm status`, report.md and the database's `best()` all rank by it."""
+    return (float(time_us), genome_id)
+
+
 def hall_of_fame_entries(hof: tools.HallOfFame) -> list[dict[str, Any]]:
-    """The JSON form written to hall_of_fame/<shape>.json: [{genome, measurement, fitness}, ...]."""
+    """The JSON form written to hall_of_fame/<shape>.json, best first by `rank_key`:
+    [{genome, measurement, fitness, origin}, ...]."""
+    ranked = sorted(hof, key=lambda ind: rank_key(ind.time_us, ind.id))
     return [{"genome": ind.genome.to_dict(), "measurement": ind.measurement.to_dict(),
-             "fitness": ind.value, "origin": ind.origin} for ind in hof]
-
-
-def logbook_stats() -> tools.Statistics:
-    """Per-round statistics over the individuals measured in the round."""
-    stats = tools.Statistics(key=lambda ind: ind.value)
-    stats.register("max", max)
-    stats.register("mean", lambda xs: sum(xs) / len(xs))
-    return stats
+             "fitness": ind.value, "origin": ind.origin} for ind in ranked]
 
 
 @dataclass

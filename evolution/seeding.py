@@ -1,5 +1,6 @@
 """Where a shape's first population comes from: halls of fame of the nearest solved shapes
-(this campaign's and those of `seed_from` campaigns) and hand-picked genomes that fit the shape.
+(this campaign's and those of `seed_from` campaigns) and the seed genomes of each template
+family (hand-picked) that fit the shape.
 
 Distance between shapes is Euclidean in (log2 M, log2 N, log2 K). Seed pools read from other
 folders are copied into the campaign database when the campaign is created, so a resume never
@@ -15,8 +16,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from genome import Genome, Problem, SearchSpace
+from templates import family_registry
 
-HANDPICKED_DIR = Path(__file__).resolve().parent.parent / "experiments" / "genomes"
 
 
 def shape_distance(a: Problem, b: Problem) -> float:
@@ -44,18 +45,12 @@ def fits(genome: Genome, problem: Problem) -> bool:
     return True
 
 
-def load_handpicked(folder: "str | Path | None" = None) -> list[dict[str, Any]]:
-    """Genome dicts of the *.json files of `folder` (default experiments/genomes/), by file name."""
-    folder = Path(folder) if folder else HANDPICKED_DIR
-    out = []
-    if folder.is_dir():
-        for path in sorted(folder.glob("*.json")):
-            try:
-                genome = Genome.load(path)
-            except (ValueError, TypeError):
-                continue
-            out.append({"name": path.stem, "genome": genome.to_dict()})
-    return out
+def load_handpicked(families: "Iterable[str]") -> list[dict[str, Any]]:
+    """The seed genomes each of the campaign's template families ships (`TemplateFamily.seeds()`;
+    names or plug-in import paths), as {name, genome} dicts, family by family, by file name."""
+    registry = family_registry()
+    return [{"name": name, "genome": genome.to_dict()}
+            for fam in families for name, genome in registry.resolve(fam).seeds()]
 
 
 def read_seed_pool(campaign_dir: "str | Path", per_shape: int = 8) -> dict[str, list[dict[str, Any]]]:

@@ -9,8 +9,8 @@ RL-weighted evolution under the same budget).
   compile; a penalty worse than any real GEMM time puts failures in TPE's "bad" group instead.
   Pass `failure_value=None` to tell `TrialState.FAIL`.
 
-Both are deterministic given the seed and the order of ask/tell calls, and both resume exactly:
-`load_state_dict(state_dict())` on a fresh instance gives the same future asks.
+Both are deterministic given the seed and the order of ask/tell calls: the engine resumes a
+campaign by replaying the recorded proposals and measurements into a fresh instance.
 """
 
 from __future__ import annotations
@@ -18,16 +18,13 @@ from __future__ import annotations
 import math
 import random
 import warnings
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Mapping, Protocol, runtime_checkable
 
-from genome import Genome, InvalidGenome, Offspring, Problem, SearchSpace
-from genome.registry import Registry, check_params
 from evaluator.api import Measurement
+from genome import Genome, InvalidGenome, Offspring, Problem, SearchSpace
 
-__all__ = ["SearchStrategy", "RandomSearch", "OptunaTPE", "make_strategy", "strategy_registry",
-           "FAILURE_LOG_US", "rng_state_to_json", "rng_state_from_json"]
+__all__ = ["SearchStrategy", "RandomSearch", "OptunaTPE", "FAILURE_LOG_US"]
 
-STATE_VERSION = 1
 FAILURE_LOG_US = math.log(1e7)  # the value told for a failed kernel: as if it took 10 seconds
 
 
@@ -38,20 +35,6 @@ class SearchStrategy(Protocol):
     def ask(self, n: int) -> list[Offspring]: ...
 
     def tell(self, offspring: Offspring, measurement: Measurement) -> None: ...
-
-    def state_dict(self) -> dict: ...
-
-    def load_state_dict(self, state: dict) -> None: ...
-
-
-def rng_state_to_json(rng: random.Random) -> list:
-    version, internal, gauss_next = rng.getstate()
-    return [version, list(internal), gauss_next]
-
-
-def rng_state_from_json(state: Sequence) -> tuple:
-    version, internal, gauss_next = state
-    return (int(version), tuple(int(v) for v in internal), None if gauss_next is None else float(gauss_next))
 
 
 def _check_n(n: int) -> int:
@@ -81,30 +64,13 @@ def _check_tell(offspring: Offspring, measurement: Measurement) -> str:
     return gid
 
 
-def _state_header(strategy: Any) -> dict:
-    """What every saved strategy state starts with; _check_state reads it back."""
-    return {"strategy": strategy.name, "version": STATE_VERSION, "family": strategy.space.family,
-            "problem": strategy.problem.name}
-
-
-def _check_state(strategy: Any, state: Any) -> None:
-    """Refuse a saved state of another strategy, version, family or problem."""
-    if not isinstance(state, Mapping) or state.get("strategy") != strategy.name:
-        raise ValueError(f"not a {strategy.name} state")
-    if state.get("version") != STATE_VERSION:
-        raise ValueError(f"{strategy.name} state version {state.get('version')!r} is not {STATE_VERSION}")
-    if state["family"] != strategy.space.family or state["problem"] != strategy.problem.name:
-        raise ValueError(f"state is for {state['family']} on {state['problem']}, "
-                         f"this strategy searches {strategy.space.family} on {strategy.problem.name}")
-
-
 class RandomSearch:
     """Uniformly drawn valid genomes (`space.sample`, valid for the problem), never an id twice.
 
     `ask(n)` retries up to `max_retries` draws per genome; if the space is exhausted it returns
     fewer than n (possibly none)."""
 
-    name = "random_search"
+    name = "random"
 
     def __init__(self, space: SearchSpace, problem: Problem, seed: int, max_retries: int = 1000):
         _check_supported(space, problem, self.name)
@@ -118,7 +84,6 @@ class RandomSearch:
         self._seen: list[str] = []
         self._seen_set: set[str] = set()
         self.n_asks = 0
-        self.n_told = 0
         self.best: "tuple[float, str] | None" = None  # (log time us, genome id)
 
     def _mark(self, gid: str) -> None:
@@ -146,34 +111,9 @@ class RandomSearch:
         """Record the result (a genome not asked here is also never asked later)."""
         gid = _check_tell(offspring, measurement)
         self._mark(gid)
-        self.n_told += 1
         value = _measured_value(measurement)
         if value is not None and (self.best is None or value < self.best[0]):
             self.best = (value, gid)
-
-    def state_dict(self) -> dict:
-        return {
-            **_state_header(self),
-            "seed": self.seed,
-            "max_retries": self.max_retries,
-            "rng": rng_state_to_json(self._rng),
-            "seen": list(self._seen),
-            "n_asks": self.n_asks,
-            "n_told": self.n_told,
-            "best": list(self.best) if self.best else None,
-        }
-
-    def load_state_dict(self, state: dict) -> None:
-        _check_state(self, state)
-        self.seed = int(state["seed"])
-        self.max_retries = int(state["max_retries"])
-        self._rng = random.Random()
-        self._rng.setstate(rng_state_from_json(state["rng"]))
-        self._seen = list(state["seen"])
-        self._seen_set = set(self._seen)
-        self.n_asks = int(state["n_asks"])
-        self.n_told = int(state["n_told"])
-        self.best = (float(state["best"][0]), str(state["best"][1])) if state.get("best") else None
 
 
 class OptunaTPE:
@@ -191,9 +131,6 @@ class OptunaTPE:
     waits for that genome's value. After `max_retries` such suggestions a random unseen genome is
     returned instead (told to the study as an added trial). The caller never gets an id twice.
 
-    State: a journal of every study operation (ask / tell / add) plus the bookkeeping;
-    `load_state_dict` replays the journal on a fresh study with the same seed, which restores the
-    sampler's random state, so future asks are those of an uninterrupted run.
     """
 
     name = "optuna_tpe"
@@ -260,18 +197,14 @@ class OptunaTPE:
                                                  multivariate=self.config["multivariate"])
         self._study = optuna.create_study(direction="minimize", sampler=sampler)
         self._rng = random.Random(self.config["seed"])
-        self._journal: list[dict] = []
         self._pending: dict[str, list[int]] = {}   # genome id -> trials waiting for its value
         self._known: dict[str, "float | None"] = {}  # genome id -> told value (None: FAIL)
-        self._told: list[dict] = []                 # what was told, in order
-        self._asked: list[str] = []                 # genome ids handed out, in order
         self.n_asks = 0
 
     def _study_ask(self) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", self._optuna.exceptions.ExperimentalWarning)
             trial = self._study.ask(self._distributions)
-        self._journal.append({"op": "ask", "trial": trial.number, "params": dict(trial.params)})
         return trial
 
     def _study_tell(self, number: int, value: "float | None") -> None:
@@ -280,7 +213,6 @@ class OptunaTPE:
             self._study.tell(number, state=state.FAIL)
         else:
             self._study.tell(number, value)
-        self._journal.append({"op": "tell", "trial": number, "value": value})
 
     def _study_add(self, params: Mapping[str, Any], value: "float | None") -> None:
         state = self._optuna.trial.TrialState
@@ -291,7 +223,6 @@ class OptunaTPE:
             frozen = self._optuna.trial.create_trial(params=dict(params), distributions=self._distributions,
                                                      value=value)
         self._study.add_trial(frozen)
-        self._journal.append({"op": "add", "params": dict(params), "value": value})
 
     # -- ask / tell ------------------------------------------------------------------------------
     def ask(self, n: int) -> list[Offspring]:
@@ -339,7 +270,6 @@ class OptunaTPE:
         return None
 
     def _hand_out(self, genome: Genome, meta: dict) -> Offspring:
-        self._asked.append(genome.id)
         self.n_asks += 1
         note = "TPE suggestion" + (" (repaired)" if meta.get("repaired") else "")
         if meta.get("random_fallback"):
@@ -361,65 +291,9 @@ class OptunaTPE:
         else:  # a fallback genome or one not asked here: add it as a finished trial
             self._study_add(self._encode(offspring.genome), value)
         self._known[gid] = value
-        self._told.append({"genome_id": gid, "params": offspring.genome.param_dict, "value": value,
-                           "status": measurement.status})
 
     @property
     def best(self) -> "tuple[float, str] | None":
         """(value, genome id) of the best told genome (value = log time us)."""
         finite = [(v, g) for g, v in self._known.items() if v is not None]
         return min(finite) if finite else None
-
-    # -- persistence -----------------------------------------------------------------------------
-    def state_dict(self) -> dict:
-        return {
-            **_state_header(self),
-            "config": dict(self.config),
-            "journal": [dict(e) for e in self._journal],
-            "rng": rng_state_to_json(self._rng),
-            "pending": {g: list(t) for g, t in self._pending.items()},
-            "known": dict(self._known),
-            "told": [dict(t) for t in self._told],
-            "asked": list(self._asked),
-            "n_asks": self.n_asks,
-        }
-
-    def load_state_dict(self, state: dict) -> None:
-        """Rebuild by replaying the journal on a fresh study with the state's seed and settings."""
-        _check_state(self, state)
-        self.config = dict(state["config"])
-        self._fresh()
-        for i, event in enumerate(state["journal"]):
-            op = event["op"]
-            if op == "ask":
-                trial = self._study_ask()
-                if trial.number != event["trial"] or dict(trial.params) != dict(event["params"]):
-                    raise ValueError(f"{self.name} replay diverged at journal entry {i}: the study proposed "
-                                     f"{dict(trial.params)} (trial {trial.number}), the state recorded "
-                                     f"{event['params']} (trial {event['trial']}); was it saved by another "
-                                     "optuna version?")
-            elif op == "tell":
-                self._study_tell(int(event["trial"]), event["value"])
-            elif op == "add":
-                self._study_add(event["params"], event["value"])
-            else:
-                raise ValueError(f"unknown journal operation {op!r} in {self.name} state")
-        self._rng.setstate(rng_state_from_json(state["rng"]))
-        self._pending = {g: [int(t) for t in ts] for g, ts in state["pending"].items()}
-        self._known = {g: (None if v is None else float(v)) for g, v in state["known"].items()}
-        self._told = [dict(t) for t in state["told"]]
-        self._asked = list(state["asked"])
-        self.n_asks = int(state["n_asks"])
-
-
-def strategy_registry() -> Registry:
-    """A fresh registry of the built-in search strategies."""
-    return Registry("search strategy", {RandomSearch.name: RandomSearch, OptunaTPE.name: OptunaTPE})
-
-
-def make_strategy(name: str, space: SearchSpace, problem: Problem, seed: int, **params: Any) -> SearchStrategy:
-    """Build a strategy by name ("random_search", "optuna_tpe") or import path; unknown
-    parameters raise ValueError naming them and the allowed ones."""
-    factory = strategy_registry().resolve(name)
-    check_params(factory, params, ("space", "problem", "seed"), f"search strategy {name!r}")
-    return factory(space, problem, seed, **params)

@@ -57,10 +57,12 @@ def run_one(campaign: str, strategy: str, seed: int, policy: str, folder: str, b
             extra: "Mapping[str, Any] | None" = None) -> dict:
     """Run one (strategy, seed) on the simulator into `folder`; return its per-shape trajectories.
     `extra`: more dotted-key overrides of the campaign (e.g. {"selection.reward": "improvement"})."""
-    from evolution.campaign import create_campaign, run_campaign
+    from experiments.campaign import create_campaign, run_campaign
     from experiments.schema import load_campaign
     base = load_campaign(campaign)
-    overrides: dict[str, Any] = {"seed": seed, "evaluator.backend": "simulator", "selection.warm_start": None,
+    # the simulator takes none of a GPU campaign's evaluator options (log_dir, jobs, ...)
+    overrides: dict[str, Any] = {"seed": seed, "evaluator.backend": "simulator", "evaluator.options": {},
+                                 "evaluator.timing": {}, "selection.warm_start": None,
                                  "seed_from": [], **variant_overrides(strategy, policy, base.selection.policy)}
     if budget is not None:
         overrides["budget"] = {"evaluations_per_shape": budget}
@@ -206,6 +208,9 @@ def run_ablation(campaign: str, seeds: int = 5, out_dir: "str | Path" = "runs/ab
                  console: Any = None, base_seed: int = 0,
                  overrides: "Mapping[str, Any] | None" = None) -> dict[str, Any]:
     from experiments.schema import load_campaign
+    for name, value in (("seeds", seeds), ("jobs", jobs), ("budget", budget)):
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise ValueError(f"ablation: {name} must be a whole number >= 1, got {value!r}")
     strategies = list(strategies or STRATEGIES)
     for s in strategies:
         variant_overrides(s, policy)
@@ -266,6 +271,10 @@ def main(argv: "Sequence[str] | None" = None) -> int:
     p.add_argument("--budget", type=int)
     p.add_argument("--jobs", type=int, default=1)
     args = p.parse_args(argv)
+    for name in ("seeds", "jobs", "budget"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            p.error(f"--{name} must be at least 1, got {value}")
     result = run_ablation(args.campaign, args.seeds, args.out, args.policy, args.jobs, args.budget,
                           console=Console())
     print(result["markdown"])

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 
-from genome import Genome, Problem, get_space
+from genome import Genome, Problem
+from templates import get_space
 
 from evaluator.api import BaselineSet, Measurement
 
@@ -35,16 +36,40 @@ class BenchError(ValueError):
 
 # -- inputs ---------------------------------------------------------------------------------------
 
+SUITES_DIR = Path(__file__).resolve().parent / "suites"  # the suites that ship with the package
+
+
+def bundled_suites() -> list[str]:
+    return sorted(p.stem for p in SUITES_DIR.glob("*.yaml"))
+
+
+def resolve_suite(name: "str | Path") -> Path:
+    """A suite file: a path, else the name of a bundled suite (`public` is experiments/suites/public.yaml)."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    if path.parent == Path(".") and path.suffix in ("", ".yaml", ".yml"):
+        bundled = SUITES_DIR / (path.name if path.suffix else f"{path.name}.yaml")
+        if bundled.is_file():
+            return bundled
+    if path.is_dir():
+        raise BenchError(f"suite {path} is a folder, not a suite YAML file")
+    raise BenchError(f"suite file not found: {path} (bundled suites, by name: {', '.join(bundled_suites()) or 'none'})")
+
+
 def load_suite(path: "str | Path", groups: "Sequence[str] | None" = None) -> list[Problem]:
-    """The shapes of a suite file (the campaign schema's reader), with errors as BenchError."""
+    """The shapes of a suite file, or of a bundled suite by name (the campaign schema's reader),
+    with errors as BenchError."""
     from experiments.schema import load_suite as read_suite
-    path = Path(path)
-    if not path.exists():
-        raise BenchError(f"suite file not found: {path}")
+    path = resolve_suite(path)
     try:
         return read_suite(path, groups)
+    except UnicodeDecodeError as exc:
+        raise BenchError(f"suite {path}: not a YAML file: it is not UTF-8 text (byte {exc.start})") from exc
     except ValueError as exc:
         raise BenchError(str(exc)) from exc
+    except OSError as exc:
+        raise BenchError(f"suite {path}: cannot read it: {exc.strerror or exc}") from exc
 
 
 def load_kernels(paths: Iterable["str | Path"]) -> list[Genome]:
@@ -297,7 +322,7 @@ def write_outputs(results: Sequence[ShapeResult], out: Path, meta: dict, ceiling
 # -- CLI -------------------------------------------------------------------------------------------
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from evaluator.factory import NoGpuError, make_evaluator
+    from evaluator.factory import NoGpuError, allowed_options, make_evaluator
     from experiments.cli import CliError
     try:
         problems = []
@@ -329,9 +354,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     bad_modes = sorted(set(modes) - {"device", "server", "call"})
     if bad_modes or "device" not in modes:
         raise CliError(f"--modes {args.modes!r}: allowed device, server, call (device is always needed)")
+    options = {"timing": timing, "modes": modes, "seed": args.seed, "log_dir": args.out, "cache_dir": args.cache}
+    allowed = allowed_options(args.backend)
+    if allowed is not None:  # the simulator takes no timing options: it times nothing
+        if args.timing and "timing" not in allowed:
+            print(f"note: --timing does not apply to backend {args.backend!r} (it times nothing)", flush=True)
+        options = {k: v for k, v in options.items() if k in allowed}
     try:
-        evaluator = make_evaluator(args.backend, timing=timing, modes=modes, seed=args.seed,
-                                   log_dir=args.out, cache_dir=args.cache)
+        evaluator = make_evaluator(args.backend, **options)
     except NoGpuError as exc:
         raise CliError(str(exc)) from exc
     device = evaluator.describe()
@@ -355,8 +385,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="time kernels against cuBLAS/cuBLASLt on a suite or a list of shapes")
-    p.add_argument("--suite", help="suite YAML (e.g. ../shared/suites/public.yaml)")
+    from experiments.cli import add_command
+    p = add_command(sub, "bench", "time kernels against cuBLAS/cuBLASLt on a suite or a list of shapes")
+    p.add_argument("--suite", help="suite YAML file, or the name of a bundled suite: "
+                                   + (", ".join(bundled_suites()) or "-") + " (experiments/suites/)")
     p.add_argument("--groups", help="comma-separated groups of the suite to include (default all)")
     p.add_argument("--shapes", nargs="*", help="shapes MxNxK")
     p.add_argument("--kernels", nargs="*", help="genome JSON files, folders of them, or a campaign dir (its hall_of_fame/)")

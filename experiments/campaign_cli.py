@@ -1,18 +1,20 @@
-"""`evogemm run | resume | status | validate | ablate`: campaign commands of the CLI.
+"""`evogemm run | resume | extend | status | validate | ablate`: campaign commands of the CLI.
 
     evogemm validate CAMPAIGN.yaml                 check a campaign file; print what it would run
     evogemm run CAMPAIGN.yaml [--out DIR] [--backend auto|gpu|simulator] [--seed N]
-    evogemm resume DIR                             continue a stopped or killed campaign
+    evogemm resume DIR [--backend auto|gpu|simulator]   continue a stopped or killed campaign
+    evogemm extend DIR --evaluations N             raise the budget (also --wall-seconds, --gpu-seconds)
     evogemm status DIR [--json]                    per shape: best vs each baseline, failures, weights
     evogemm ablate CAMPAIGN.yaml --seeds 5 --out DIR   strategies compared on the simulator
 
-See evolution/campaign.py for the layout of a campaign folder.
+See experiments/campaign.py for the layout of a campaign folder.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -35,7 +37,28 @@ def _load(path: str, overrides: "dict[str, Any] | None" = None) -> Any:
     try:
         return load_campaign(path, overrides)
     except CampaignError as exc:
-        raise _cli_error(str(exc)) from exc
+        text = str(exc)
+        if len(exc.errors) == 1:  # one problem is one line (PyYAML's reader errors span two)
+            text = " ".join(part.strip() for part in text.splitlines())
+        raise _cli_error(text) from exc
+    except UnicodeDecodeError as exc:
+        raise _cli_error(f"{path}: not a campaign YAML file: it is not UTF-8 text (byte {exc.start}: "
+                         f"{exc.object[exc.start:exc.start + 1]!r})") from exc
+    except IsADirectoryError as exc:
+        raise _cli_error(f"{path} is a folder, not a campaign YAML file (to continue a campaign folder: "
+                         f"evogemm resume {path})") from exc
+    except OSError as exc:
+        raise _cli_error(f"{path}: cannot read the campaign file: {exc.strerror or exc}") from exc
+
+
+def _at_least(name: str, value: "int | None", low: int = 1) -> None:
+    if value is not None and not value >= low:
+        raise _cli_error(f"{name} must be at least {low}, got {value}")
+
+
+def _positive(name: str, value: "float | None") -> None:
+    if value is not None and not value > 0:
+        raise _cli_error(f"{name} must be more than 0, got {value:g}")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -53,22 +76,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(folder: Path, mode: str, args: argparse.Namespace) -> int:
-    from evaluator.factory import NoGpuError
-    from evolution.campaign import NotACampaign, run_campaign
-    from evolution.db import ReplayMismatch
-    from evolution.progress import LiveProgress
-    from evolution.report import campaign_status, print_status
-    from evolution.db import CampaignDB
+def _run(folder: Path, mode: str, args: argparse.Namespace, backend: "str | None" = None) -> int:
+    from evolution.db import CampaignDB, ReplayMismatch
+    from experiments.campaign import CampaignRefused, run_campaign
+    from experiments.progress import LiveProgress
+    from experiments.report import campaign_status, print_status
     console = _console()
     live = False if getattr(args, "no_live", False) else None
     view = LiveProgress(console=console, title=f"evogemm {folder.name}", live=live)
     try:
-        result = run_campaign(folder, console=console, mode=mode, progress=view)
-    except NotACampaign as exc:
+        result = run_campaign(folder, console=console, mode=mode, progress=view, backend=backend)
+    except CampaignRefused as exc:
         raise _cli_error(str(exc)) from exc
-    except NoGpuError as exc:
-        raise _cli_error(f"{exc}. Run with --backend simulator to use the analytic simulator.") from exc
     except ReplayMismatch as exc:
         print(f"evogemm {mode}: cannot continue {folder}: {exc}", file=sys.stderr)
         return 1
@@ -91,7 +110,10 @@ def _run(folder: Path, mode: str, args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from evolution.campaign import CampaignExists, create_campaign, default_output_dir
+    from evaluator.factory import NoGpuError
+    from experiments.campaign import (CampaignRefused, before_create, create_campaign, default_output_dir,
+                                      discard_unstarted)
+    from experiments.cli import expected_errors
     overrides: dict[str, Any] = {}
     if args.seed is not None:
         overrides["seed"] = args.seed
@@ -99,26 +121,75 @@ def cmd_run(args: argparse.Namespace) -> int:
         overrides["evaluator.backend"] = args.backend
     config = _load(args.campaign, overrides)
     out = Path(args.out) if args.out else default_output_dir(config)
+    before = before_create(out)
     try:
         create_campaign(config, out, source=str(Path(args.campaign).resolve()))
-    except CampaignExists as exc:
+    except CampaignRefused as exc:
         raise _cli_error(str(exc)) from exc
+    except BaseException:
+        discard_unstarted(out, before)  # e.g. an unreadable warm-start state: leave nothing half made
+        raise
     print(f"campaign {config.name!r}: {len(config.problems)} shapes, seed {config.seed}, backend "
           f"{config.evaluator.backend}; folder {out}", flush=True)
-    return _run(out, "run", args)
+    try:
+        return _run(out, "run", args)
+    except Exception as exc:
+        # It failed before anything was measured (no GPU, no compiler, a broken plug-in): remove the
+        # folder this run made, so that the same command can simply be run again.
+        if not discard_unstarted(out, before) or os.environ.get("EVOGEMM_DEBUG") or \
+                not isinstance(exc, expected_errors()):
+            raise
+        hint = "; run with --backend simulator to use the analytic simulator" if isinstance(exc, NoGpuError) else ""
+        raise _cli_error(f"{exc}. Nothing was run, and {out} was removed{hint}") from exc
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
+    from evaluator.factory import NoGpuError
     folder = Path(args.dir)
     if not folder.is_dir():
         raise _cli_error(f"no such campaign folder: {folder}")
-    print(f"resuming {folder}", flush=True)
-    return _run(folder, "resume", args)
+    try:
+        return _run(folder, "resume", args, backend=args.backend)
+    except NoGpuError as exc:
+        from evolution.db import CampaignDB
+        from experiments.campaign import measured_count
+        with CampaignDB(folder / "campaign.db", readonly=True) as db:
+            measured = measured_count(db)
+        hint = (f"{measured} measurement(s) of this campaign were made on a GPU: resume it on a machine with one"
+                if measured else f"continue it on the simulator with `evogemm resume {folder} --backend simulator`")
+        raise _cli_error(f"{exc}; {hint}") from exc
+
+
+def cmd_extend(args: argparse.Namespace) -> int:
+    from experiments.campaign import CampaignRefused, extend_campaign
+    folder = Path(args.dir)
+    if not folder.is_dir():
+        raise _cli_error(f"no such campaign folder: {folder}")
+    _at_least("--evaluations", args.evaluations)
+    _positive("--wall-seconds", args.wall_seconds)
+    _positive("--gpu-seconds", args.gpu_seconds)
+    if args.evaluations is None and args.wall_seconds is None and args.gpu_seconds is None:
+        raise _cli_error("nothing to extend: give --evaluations N, --wall-seconds S and/or --gpu-seconds S")
+    try:
+        entry = extend_campaign(folder, evaluations=args.evaluations, wall_seconds=args.wall_seconds,
+                                gpu_seconds=args.gpu_seconds)
+    except CampaignRefused as exc:
+        raise _cli_error(str(exc)) from exc
+    print(f"{folder}: {entry['what']} (recorded in campaign.db and campaign.yaml)")
+    if entry["pending"]:
+        print(f"shapes not started yet take the new budget: {', '.join(entry['pending'])}")
+    for shape, grant in entry["grants"].items():
+        print(f"{shape} goes on for " + ", ".join(f"{v:g} more {k.replace('_', ' ')}" for k, v in grant.items()))
+    if entry["kept"]:
+        print("kept at their recorded budget (this engine does not re-open a started shape): "
+              + ", ".join(entry["kept"]))
+    print(f"continue with: evogemm resume {folder}")
+    return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     from evolution.db import CampaignDB
-    from evolution.report import campaign_status, print_status
+    from experiments.report import campaign_status, print_status
     path = Path(args.dir) / "campaign.db"
     if not path.exists():
         raise _cli_error(f"{args.dir} is not a campaign folder (no campaign.db)")
@@ -136,6 +207,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_ablate(args: argparse.Namespace) -> int:
     from experiments.ablation import run_ablation
+    _at_least("--seeds", args.seeds)
+    _at_least("--jobs", args.jobs)
+    _at_least("--budget", args.budget)
     _load(args.campaign)  # validate first
     strategies = args.strategies.split(",") if args.strategies else None
     result = run_ablation(args.campaign, seeds=args.seeds, out_dir=args.out, policy=args.policy, jobs=args.jobs,
@@ -146,12 +220,13 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("validate", help="check a campaign YAML file (nothing runs)")
+    from experiments.cli import add_command
+    p = add_command(sub, "validate", "check a campaign YAML file and print what it would run (nothing runs)")
     p.add_argument("campaign", help="campaign YAML file")
     p.add_argument("--resolved", action="store_true", help="also print the resolved campaign")
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("run", help="run a campaign (creates its folder)")
+    p = add_command(sub, "run", "run a campaign (creates its folder)")
     p.add_argument("campaign", help="campaign YAML file")
     p.add_argument("--out", help="campaign folder (default: output_dir of the file, else runs/<name>)")
     p.add_argument("--backend", help="evaluator backend: auto, gpu, simulator (overrides the file)")
@@ -159,20 +234,32 @@ def register(sub: Any) -> None:
     p.add_argument("--no-live", action="store_true", help="no live table; print one line per finished shape")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("resume", help="continue a stopped or killed campaign where it stopped")
+    p = add_command(sub, "resume", "continue a stopped or killed campaign where it stopped")
     p.add_argument("dir", help="campaign folder")
+    p.add_argument("--backend", choices=("auto", "gpu", "simulator"),
+                   help="evaluator backend (default: the one the campaign recorded); another one is taken only "
+                        "while nothing has been measured")
     p.add_argument("--no-live", action="store_true", help="no live table; print one line per finished shape")
     p.set_defaults(func=cmd_resume)
 
-    p = sub.add_parser("status", help="per shape: best so far vs each baseline, evaluations, failures, weights")
+    p = add_command(sub, "extend", "raise a campaign's budget; the next `evogemm resume` goes on with it")
+    p.add_argument("dir", help="campaign folder")
+    p.add_argument("--evaluations", type=int, metavar="N",
+                   help="N more evaluations per shape (budget.evaluations_per_shape; with only "
+                        "budget.total_evaluations set, that total grows by N)")
+    p.add_argument("--wall-seconds", type=float, metavar="S", help="raise budget.wall_seconds by S")
+    p.add_argument("--gpu-seconds", type=float, metavar="S", help="raise budget.gpu_seconds by S")
+    p.set_defaults(func=cmd_extend)
+
+    p = add_command(sub, "status", "per shape: best so far vs each baseline, evaluations, failures, operator weights")
     p.add_argument("dir", help="campaign folder")
     p.add_argument("--json", action="store_true", help="print the status as JSON")
     p.set_defaults(func=cmd_status)
 
-    p = sub.add_parser("ablate", help="compare RL-weighted evolution, uniform evolution, TPE and random search "
-                                      "under one budget, over several seeds, on the simulator")
+    p = add_command(sub, "ablate", "compare RL-weighted evolution, uniform evolution, TPE and random search under one "
+                                "budget, over several seeds, on the simulator")
     p.add_argument("campaign", help="campaign YAML file (its shapes and budget)")
-    p.add_argument("--seeds", type=int, default=5, help="seeds per strategy (default 5)")
+    p.add_argument("--seeds", type=int, default=5, help="seeds per strategy (default 5, at least 1)")
     p.add_argument("--out", required=True, help="folder for the runs, ablation.json and ablation.md")
     p.add_argument("--policy", default="thompson", help="policy of the RL-weighted variant (default thompson)")
     p.add_argument("--budget", type=int, help="evaluations per shape (overrides the file)")

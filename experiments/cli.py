@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from genome import Genome, InvalidGenome, Problem, family_registry, get_space
+from genome import Genome, InvalidGenome, Problem
+from templates import family_registry, get_space
 
 
 class CliError(Exception):
@@ -109,24 +110,53 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 # -- entry point ----------------------------------------------------------------------------------
 
+def package_version() -> str:
+    """The installed package's version; from a source tree that is not installed, pyproject.toml's."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("evogemm")
+    except PackageNotFoundError:
+        pass
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    try:
+        text = pyproject.read_text()
+    except OSError:
+        return "unknown"
+    try:
+        import tomllib
+        return str(tomllib.loads(text)["project"]["version"])
+    except ImportError:  # Python 3.10: no tomllib
+        import re
+        found = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M)
+        return found.group(1) if found else "unknown"
+    except (KeyError, ValueError):
+        return "unknown"
+
+
+def add_command(sub: argparse._SubParsersAction, name: str, text: str) -> argparse.ArgumentParser:
+    """A sub-command whose one-line `text` is both its entry in `evogemm --help` and its own --help."""
+    return sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="evogemm",
         description="Evolve FP16 GEMM (HGEMM) CUDA kernels per problem shape, and measure them honestly.")
+    parser.add_argument("--version", action="version", version=f"evogemm {package_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("space", help="show a template family's search space, its size and its rules")
+    p = add_command(sub, "space", "show a template family's search space, its size and its rules")
     p.add_argument("family", nargs="?", default="sm90_cutlass",
                    help=f"template family (known: {', '.join(family_registry().names())})")
     p.add_argument("--json", action="store_true", help="also print the space as JSON")
     p.set_defaults(func=cmd_space)
 
-    p = sub.add_parser("render", help="print (or write) the CUDA source of a genome")
+    p = add_command(sub, "render", "print (or write) the CUDA source of a genome")
     p.add_argument("genome", help="genome JSON file")
     p.add_argument("-o", "--output", help="write the source here instead of stdout")
     p.set_defaults(func=cmd_render)
 
-    p = sub.add_parser("compile", help="render and build one kernel into the cache")
+    p = add_command(sub, "compile", "render and build one kernel into the cache")
     p.add_argument("genome", help="genome JSON file")
     p.add_argument("--shape", help="also check the genome against this problem (MxNxK)")
     p.add_argument("--cache", help="kernel cache directory (default $EVOGEMM_CACHE or ~/.cache/evogemm/kernels)")
@@ -142,16 +172,21 @@ def build_parser() -> argparse.ArgumentParser:
 COMMAND_MODULES: tuple[str, ...] = ("experiments.bench", "experiments.campaign_cli")
 
 
+def expected_errors() -> tuple[type[BaseException], ...]:
+    """Errors that are the user's situation, not a bug: printed as one line, exit status 2."""
+    from evaluator.compile import ToolchainError
+    from evaluator.factory import NoGpuError
+    from evaluator.gpu import WorkerStartError
+    return (CliError, ValueError, ToolchainError, NoGpuError, WorkerStartError, sqlite3.DatabaseError, OSError)
+
+
 def main(argv: "Sequence[str] | None" = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
-    from evaluator.compile import ToolchainError
-    from evaluator.factory import NoGpuError
-    from evaluator.gpu import WorkerStartError
-    expected = (CliError, ValueError, ToolchainError, NoGpuError, WorkerStartError, sqlite3.DatabaseError, OSError)
+    expected = expected_errors()
     try:
         return int(args.func(args) or 0)
     except expected as exc:

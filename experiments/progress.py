@@ -17,6 +17,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from .report import is_skipped, skip_reason
+
 
 class CampaignLog:
     """Append-only text log; one instance per campaign session (no global logging config)."""
@@ -58,7 +60,9 @@ def progress_table(rows: Sequence[Mapping[str, Any]], simulated: "bool | None", 
         probs = r.get("probabilities") or {}
         top = " ".join(f"{a}:{p:.2f}" for a, p in sorted(probs.items(), key=lambda t: -t[1])[:3])
         status = r["status"]
-        if status == "running":
+        if is_skipped(r):
+            status = "[yellow]skipped[/yellow]"
+        elif status == "running":
             status = "[bold cyan]running[/bold cyan]"
         table.add_row(r["shape"], status, evals, _fmt_us(r.get("best_us")), vendor, speed, str(r.get("failures", 0)),
                       top)
@@ -98,6 +102,11 @@ class LiveProgress:
                                    "estimate[/bold yellow]", highlight=False, soft_wrap=True)
             else:
                 self.console.print(f"evaluator: {evaluator}", highlight=False, soft_wrap=True)
+        for r in rows:  # a skipped shape gets its own line, live table or not
+            if r["shape"] not in self._done and is_skipped(r):
+                self._done.add(r["shape"])
+                self.console.print(f"[bold yellow]{r['shape']}: SKIPPED: {skip_reason(r.get('reason'))}"
+                                   "[/bold yellow]", highlight=False, soft_wrap=True)
         if self._live is not None:
             self._live.update(progress_table(rows, simulated, self.title))
             return

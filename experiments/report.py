@@ -4,15 +4,31 @@ rich status tables, and report.md. Every figure that came from the simulator is 
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from .db import CampaignDB
+from evolution.db import CampaignDB
 
 REPORT_FILE = "report.md"
+SKIPPED_PREFIX = "unsupported"  # the engine's reason for a shape no template family supports
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write `text` to `path` so that a reader (or a crash) sees the old file or the new one."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def is_skipped(shape: "dict[str, Any]") -> bool:
+    """A shape the engine skipped because no template family supports it (status `skipped` while it
+    runs; in the database a shape `done` for that reason)."""
+    return shape.get("status") == "skipped" or (
+        shape.get("status") == "done" and str(shape.get("reason") or "").startswith(SKIPPED_PREFIX))
 
 
 def _fmt_us(us: "float | None") -> str:
@@ -26,6 +42,10 @@ def campaign_status(db: CampaignDB) -> dict[str, Any]:
     baseline and the speedup over it, and the operator weights of the last policy-log entry."""
     config = db.get_meta("config") or {}
     simulated = db.get_meta("simulated")
+    granted: dict[str, int] = {}  # evaluations that budget extensions granted to started shapes
+    for ext in db.get_meta("extensions") or []:
+        for shape, grant in (ext.get("grants") or {}).items():
+            granted[shape] = granted.get(shape, 0) + int(grant.get("evaluations") or 0)
     shapes = []
     for row in db.shape_rows():
         name = row["problem"]
@@ -38,7 +58,7 @@ def campaign_status(db: CampaignDB) -> dict[str, Any]:
             "status": row["status"],
             "reason": row["reason"],
             "evaluations": sum(counts.values()),
-            "allocation": (row["allocation"] or {}).get("evaluations"),
+            "allocation": _plus((row["allocation"] or {}).get("evaluations"), granted.get(name, 0)),
             "statuses": counts,
             "failures": {k: v for k, v in counts.items() if k != "ok"},
             "baselines": {n: t.median_us for n, t in bs.device.items()} if bs else {},
@@ -48,6 +68,7 @@ def campaign_status(db: CampaignDB) -> dict[str, Any]:
             "policy_round": log[-1]["round"] if log else None,
             "simulated": bool(bs.simulated) if bs else bool(simulated),
         }
+        entry["skipped"] = is_skipped(entry)
         verified = db.verified(name)
         if verified:
             vbs, vms = verified
@@ -84,13 +105,45 @@ def campaign_status(db: CampaignDB) -> dict[str, Any]:
         "gpu_seconds": db.gpu_seconds(),
         "wall_seconds": db.wall_seconds(),
         "sessions": len(db.sessions()),
-        "finished": bool(db.events("campaign_done")),
+        "finished": _finished(db),
         "shapes": shapes,
         "geomean_speedup": math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None,
         "wins": sum(1 for s in speedups if s > 1.0),
         "shapes_with_kernel": len(speedups),
         "verified": _verified_aggregate(shapes),
+        "skipped": [{"shape": s["shape"], "reason": skip_reason(s["reason"])} for s in shapes if s["skipped"]],
+        "extensions": [_public(e) for e in db.get_meta("extensions") or []],
+        "backend_changes": [_public(e) for e in db.get_meta("backend_changes") or []],
     }
+
+
+def _finished(db: CampaignDB) -> bool:
+    """A session finished the campaign, and no budget extension came after it."""
+    done, extended = db.events("campaign_done"), db.events("extended")
+    return bool(done) and (not extended or done[-1]["id"] > extended[-1]["id"])
+
+
+def _plus(allocation: "int | None", extra: int) -> "int | None":
+    return allocation + extra if allocation is not None else None
+
+
+def _public(entry: "dict[str, Any]") -> "dict[str, Any]":
+    return {k: v for k, v in entry.items() if k != "config_before"}
+
+
+def skip_reason(reason: "str | None") -> str:
+    """'unsupported (fam: why; ...)' -> 'no template family supports it (fam: why; ...)'."""
+    text = str(reason or "")
+    if text.startswith(SKIPPED_PREFIX):
+        text = text[len(SKIPPED_PREFIX):].strip()
+        if text.startswith("(") and text.endswith(")"):
+            text = text[1:-1]
+        return f"no template family supports it ({text})" if text else "no template family supports it"
+    return text
+
+
+def _change_text(change: "dict[str, Any]") -> str:
+    return ", ".join(f"{key} {old} -> {new}" for key, (old, new) in sorted((change.get("changes") or {}).items()))
 
 
 def _verified_aggregate(shapes: list[dict[str, Any]]) -> "dict[str, Any] | None":
@@ -125,6 +178,10 @@ def print_status(status: dict[str, Any], console: "Console | None" = None) -> No
         for s in status["shapes"]:
             best = s.get("best")
             evals = f"{s['evaluations']}/{s['allocation']}" if s.get("allocation") else str(s["evaluations"])
+            if s.get("skipped"):
+                console.print(f"[bold]{s['shape']}[/bold]  SKIPPED: {skip_reason(s['reason'])}", highlight=False,
+                              soft_wrap=True)
+                continue
             head = f"[bold]{s['shape']}[/bold]  {s['status']}  {evals} evaluations"
             if best:
                 head += f"  best {_fmt_us(best['time_us'])}"
@@ -154,13 +211,19 @@ def print_status(status: dict[str, Any], console: "Console | None" = None) -> No
         fails = ", ".join(f"{k} {v}" for k, v in sorted(s["failures"].items())) or "-"
         weights = " ".join(f"{a}:{p:.2f}" for a, p in sorted(s["weights"].items(), key=lambda t: -t[1])[:3])
         evals = f"{s['evaluations']}/{s['allocation']}" if s.get("allocation") else str(s["evaluations"])
-        table.add_row(s["shape"], s["status"], evals, _fmt_us(best["time_us"]) if best else "-",
-                      f"{s['speedup']:.3f}x" if s.get("speedup") else "-", *cells, fails, weights or "-")
+        table.add_row(s["shape"], "skipped" if s.get("skipped") else s["status"], evals,
+                      _fmt_us(best["time_us"]) if best else "-", f"{s['speedup']:.3f}x" if s.get("speedup") else "-",
+                      *cells, fails, weights or "-")
     console.print(table)
     _footer(status, console, sim)
 
 
 def _footer(status: dict[str, Any], console: Console, sim: Any) -> None:
+    if console.width >= 150:  # the narrow layout already gave each skipped shape its line
+        for s in status.get("skipped") or []:
+            console.print(f"skipped {s['shape']}: {s['reason']}", highlight=False, soft_wrap=True)
+    for e in status.get("extensions") or []:
+        console.print(f"budget extended {e.get('at', '')}: {_change_text(e)}", highlight=False, soft_wrap=True)
     v = status.get("verified")
     if v:
         console.print(f"re-verified (interleaved with the baselines): geomean {v['geomean']:.3f}x vs best vendor over "
@@ -192,6 +255,15 @@ def render_report(status: dict[str, Any]) -> str:
         lines.append(f"- geomean speedup vs best vendor{label}{searched}: {status['geomean_speedup']:.3f}x, "
                      f"{status['wins']} wins of {status['shapes_with_kernel']} shapes with a passing kernel "
                      f"(of {n_all})")
+    skipped = status.get("skipped") or []
+    if skipped:
+        lines.append(f"- {len(skipped)} shape(s) skipped, no template family supports them: "
+                     + ", ".join(s["shape"] for s in skipped) + " (reasons below)")
+    for e in status.get("extensions") or []:
+        lines.append(f"- budget extended {e.get('at', '')}: {_change_text(e)}")
+    for c in status.get("backend_changes") or []:
+        lines.append(f"- evaluator backend changed before anything was measured ({c.get('at', '')}): "
+                     f"{c.get('old')} -> {c.get('new')}")
     lines += ["", f"| shape | best{label} | TFLOP/s{label} | best vendor{label} | speedup{label} | "
               f"evaluations | failures | best genome |", "|---|---|---|---|---|---|---|---|"]
     for s in status["shapes"]:
@@ -202,8 +274,12 @@ def render_report(status: dict[str, Any]) -> str:
         tf = f"{best['tflops']:.0f}" if best and best.get("tflops") else "-"
         vendor = f"{bv[0]} {_fmt_us(bv[1])}" if bv else "-"
         speed = f"{s['speedup']:.3f}x" if s.get("speedup") else "-"
-        genome = f"`{best['short']}`" if best else "-"
+        genome = f"`{best['short']}`" if best else ("skipped (see below)" if s.get("skipped") else "-")
         lines.append(f"| {s['shape']} | {t} | {tf} | {vendor} | {speed} | {s['evaluations']} | {fails} | {genome} |")
+    if skipped:
+        lines += ["", "## Shapes skipped", "", "No template family of this campaign supports these shapes, so "
+                  "nothing was searched or measured for them:", ""]
+        lines += [f"- **{s['shape']}**: {s['reason']}" for s in skipped]
     lines += ["", f"## Against each baseline{label}", ""]
     for s in status["shapes"]:
         if not s.get("best"):
@@ -237,7 +313,6 @@ def render_report(status: dict[str, Any]) -> str:
 
 
 def write_report(folder: "str | Path", db: CampaignDB) -> Path:
-    from .campaign import atomic_write
     path = Path(folder) / REPORT_FILE
     atomic_write(path, render_report(campaign_status(db)))
     return path

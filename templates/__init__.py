@@ -1,5 +1,12 @@
-"""templates: Jinja2 CUDA C++ kernel templates, one folder per family; render(genome) -> source."""
+"""templates: Jinja2 CUDA C++ kernel templates, one folder per family; render(genome) -> source.
 
-from .render import RenderedKernel, block_source, families, render, template_blocks
+A family is a `TemplateFamily` (template folder, space, knobs, flags, architecture, simulator
+model, seeds); `family_registry()` holds the built-ins and takes plug-ins by import path.
+"""
 
-__all__ = ["RenderedKernel", "block_source", "families", "render", "template_blocks"]
+from .family import (COMMON_NVCC_FLAGS, FamilyRegistry, TemplateFamily, builtin_families, family_registry,
+                     get_family, get_space)
+from .render import RenderedKernel, block_source, render, template_blocks
+
+__all__ = ["COMMON_NVCC_FLAGS", "FamilyRegistry", "TemplateFamily", "builtin_families", "family_registry",
+           "get_family", "get_space", "RenderedKernel", "block_source", "render", "template_blocks"]

@@ -143,20 +143,30 @@ class BrokenOp:
         return [Offspring(child, self.name, (parents[0].id,))]
 
 
-def slow_simulator(delay: float = 0.02, **options: Any) -> Any:  # an import-path evaluator factory
-    """The analytic simulator, sleeping `delay` seconds per evaluated genome."""
-    from evaluator.simulator import SimulatedEvaluator
+class SlowSimulator:
+    """An evaluator plug-in (import path in a campaign): the analytic simulator, sleeping `delay`
+    seconds per evaluated genome."""
 
-    class _Slow(SimulatedEvaluator):
-        def evaluate(self, genomes, problem):  # type: ignore[override]
-            time.sleep(delay * len(genomes))
-            return super().evaluate(genomes, problem)
+    OPTIONS = ("seed", "noise", "calibration", "device", "delay")
+    simulated = True
 
-    allowed = getattr(SimulatedEvaluator, "OPTIONS", ())
-    return _Slow(**{k: v for k, v in options.items() if k in allowed})
+    def __init__(self, delay: float = 0.02, families: Any = None, **options: Any):
+        from evaluator.simulator import SimulatedEvaluator
+        self.delay = delay
+        self.inner = SimulatedEvaluator(families=families, **options)
 
+    def describe(self) -> str:
+        return self.inner.describe()
 
-slow_simulator.OPTIONS = ("seed", "noise", "calibration", "device", "delay")  # type: ignore[attr-defined]
+    def baselines(self, problem: Problem) -> BaselineSet:
+        return self.inner.baselines(problem)
+
+    def evaluate(self, genomes: Sequence[Genome], problem: Problem) -> list[Measurement]:
+        time.sleep(self.delay * len(genomes))
+        return self.inner.evaluate(genomes, problem)
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 def small_config(**over: Any) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from genome import Genome, Patch, get_space
+from genome import Genome, Patch
+from templates import get_space
 from templates import block_source
 
 BASE = dict(schedule="pingpong", tile_m=64, tile_n=64, tile_k=64)

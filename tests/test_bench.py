@@ -12,6 +12,7 @@ from genome import Problem
 
 REPO = Path(__file__).resolve().parent.parent
 SUITE = REPO / "experiments" / "suites" / "public.yaml"
+GENOMES = REPO / "templates" / "sm90_cutlass" / "seeds"  # the sm90_cutlass family's seed genomes
 
 
 def test_load_suite_groups_and_errors(tmp_path):
@@ -28,8 +29,34 @@ def test_load_suite_groups_and_errors(tmp_path):
         load_suite(tmp_path / "missing.yaml")
 
 
+def test_a_bundled_suite_by_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # anywhere, not only in the repository
+    assert load_suite("public") == load_suite(SUITE) == load_suite("public.yaml")
+    assert len(load_suite("public", ["odd"])) == 3
+    with pytest.raises(BenchError, match=r"suite file not found: nope \(bundled suites, by name: .*public"):
+        load_suite("nope")
+    (tmp_path / "public").write_text("shapes: [64x64x64]\n")  # a file of that name wins
+    assert load_suite("public") == [Problem(64, 64, 64)]
+
+
+def test_the_readme_bench_command_works_from_a_clone(tmp_path):
+    """The bench command of README.md, as written (run from the repository root), on the simulator."""
+    import shlex
+    readme = (REPO / "README.md").read_text()
+    [line] = [x for x in readme.splitlines() if x.startswith("evogemm bench ")]
+    args = shlex.split(line.split("#")[0])[1:]
+    assert "../" not in line, "the README must not point outside the repository"
+    if "--out" in args:
+        args[args.index("--out") + 1] = str(tmp_path / "bench-out")
+    proc = subprocess.run([sys.executable, "-m", "experiments.cli", *args, "--backend", "simulator", "--quick"],
+                          capture_output=True, text=True, cwd=str(REPO), timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    data = json.loads((tmp_path / "bench-out" / "bench.json").read_text())
+    assert len(data["shapes"]) == 28 and data["meta"]["n_kernels"] > 0
+
+
 def test_load_kernels_from_files_folders_and_campaign_dirs(tmp_path):
-    folder = REPO / "experiments" / "genomes"
+    folder = GENOMES
     kernels = load_kernels([folder])
     assert len(kernels) == len(list(folder.glob("*.json")))
     hof = tmp_path / "campaign" / "hall_of_fame"
@@ -47,7 +74,7 @@ def test_geomean_and_aggregate_arithmetic():
     from experiments.bench import ShapeResult
     assert geomean([2.0, 0.5]) == pytest.approx(1.0)
     assert geomean([4.0]) == pytest.approx(4.0)
-    g = load_kernels([REPO / "experiments" / "genomes"])[0]
+    g = load_kernels([GENOMES])[0]
 
     def shape(name, vendor_us, kernel_us):
         bs = BaselineSet(problem=name, device={"torch_tn": Timing(vendor_us * 1.1, vendor_us, vendor_us, 5),
@@ -69,7 +96,7 @@ def test_geomean_and_aggregate_arithmetic():
 def test_simulated_bench_end_to_end(tmp_path):
     out = tmp_path / "bench"
     proc = subprocess.run([sys.executable, "-m", "experiments.cli", "bench", "--suite", str(SUITE), "--groups", "odd",
-                           "--shapes", "1000x1000x1001", "--kernels", str(REPO / "experiments" / "genomes"),
+                           "--shapes", "1000x1000x1001", "--kernels", str(GENOMES),
                            "--backend", "simulator", "--out", str(out)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "SIMULATED" in proc.stdout
@@ -90,7 +117,7 @@ def test_simulated_bench_end_to_end(tmp_path):
 
 def test_run_bench_speedups_are_baseline_over_kernel():
     ev = SimulatedEvaluator()
-    kernels = load_kernels([REPO / "experiments" / "genomes"])
+    kernels = load_kernels([GENOMES])
     [res] = run_bench([Problem(2048, 2048, 2048)], kernels, ev, progress=lambda s: None)
     best = res.best()
     assert best is not None

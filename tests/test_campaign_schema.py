@@ -41,8 +41,8 @@ GOOD = """
     selection: {policy: thompson, failure_reward: -0.5, parents: {novelty_weight: 0.1}}
     strategy: {name: optuna_tpe, params: {n_startup_trials: 4}}
     llm:
-      providers: [{name: local, kind: openai, model: qwen, base_url: "http://127.0.0.1:8000/v1",
-                   api_key_env: MY_KEY}]
+      providers: [{name: local, kind: "plugin_examples_for_schema:EchoProvider", model: qwen,
+                   base_url: "http://127.0.0.1:8000/v1", api_key_env: MY_KEY}]
     evaluator: {backend: simulator, batch_size: 4, noise: 0.01, timing: {repeats: 7}}
 """
 
@@ -54,7 +54,8 @@ def test_good_campaign_parses(tmp_path):
     assert config.population.islands == 3 and config.population.offspring_per_island == 2
     assert [op.arm_name for op in config.operators] == ["param_mutate", "param_crossover", "sampler"]
     assert config.strategy.name == "optuna_tpe" and config.strategy.params == {"n_startup_trials": 4}
-    assert config.selection.parents.novelty_weight == 0.1 and config.selection.parents.temperature == 0.5
+    assert config.selection.parents.name == "fitness_novelty"
+    assert config.selection.parents.params == {"novelty_weight": 0.1}
     assert config.llm.providers[0].api_key_env == "MY_KEY"
     assert config.evaluator.timing == {"repeats": 7}
     assert config.families == ["sm90_cutlass"]
@@ -89,9 +90,10 @@ def test_bad_value_says_what_is_allowed(tmp_path):
         evaluator: {backend: cuda}
     """)
     assert errs[0].startswith("population.size: -3 is not allowed: must be >= 2")
-    assert any(e.startswith("selection.policy: 'greedy' is not allowed: allowed: uniform, ucb, thompson, softmax_pg")
-               for e in errs)
-    assert any(e.startswith("evaluator.backend: 'cuda' is not allowed: allowed: auto, gpu, simulator") for e in errs)
+    assert any(e.startswith("selection.policy: 'greedy' is not allowed: unknown selection policy 'greedy'; "
+                            "known: softmax_pg, thompson, ucb, uniform") for e in errs)
+    assert any(e.startswith("evaluator.backend: 'cuda' is not allowed: unknown evaluator backend 'cuda'; "
+                            "known: auto, gpu, simulator") for e in errs)
     # each error carries the YAML line it comes from
     assert errs[0].endswith("(line 5)")
 
@@ -132,8 +134,9 @@ def test_llm_operators_are_not_available_yet(tmp_path):
         shapes: [1024x1024x1024]
         budget: {evaluations_per_shape: 8}
         operators: [{name: llm_patch, model: local}]
-        llm: {providers: [{name: local, kind: openai, model: m}]}
+        llm: {providers: [{name: local, kind: "plugin_examples_for_schema:EchoProvider", model: m}]}
     """)
+    assert len(errs) == 1
     assert errs[0].startswith("operators[0].name: 'llm_patch' is not allowed: LLM operator 'llm_patch' is not "
                               "available yet")
 
@@ -177,7 +180,7 @@ def test_provider_validation(tmp_path):
             - {name: a, kind: hf, model: m, api_key_env: "sk-secret", base_url: "ftp://x"}
     """)
     joined = "\n".join(errs)
-    assert "llm.providers[0].kind: 'hf' is not allowed: allowed: openai, transformers, replay" in joined
+    assert "llm.providers[0].kind: 'hf' is not allowed: unknown LLM provider 'hf'" in joined
     assert "llm.providers[0].api_key_env: 'sk-secret' is not allowed: must be the name of an environment variable" in joined
     assert "llm.providers[0].base_url: 'ftp://x' is not allowed: must start with http:// or https://" in joined
 
@@ -264,3 +267,55 @@ def test_bundled_suite_matches_the_shared_one():
         pytest.skip("no ../shared/suites/public.yaml beside this checkout")
     bundled = REPO / "experiments" / "suites" / "public.yaml"
     assert yaml.safe_load(bundled.read_text()) == yaml.safe_load(shared.read_text())
+
+
+def test_the_correctness_gate_cannot_be_loosened(tmp_path):
+    head = "name: x\nshapes: [1024x1024x1024]\nbudget: {evaluations_per_shape: 8}\n"
+    for body, key in [("evaluator: {backend: gpu, timing: {tolerance: 0.01}}", "evaluator.timing.tolerance"),
+                      ("evaluator: {backend: simulator, timing: {seeds: 1}}", "evaluator.timing.seeds"),
+                      ("evaluator: {backend: gpu, options: {timing: {tolerance: 1.0}}}",
+                       "evaluator.options.timing.tolerance")]:
+        errs = errors_of(tmp_path, head + body + "\n")
+        assert len(errs) == 1, errs
+        assert errs[0].startswith(f"{key}: ") and "the correctness gate cannot be loosened" in errs[0], errs[0]
+        assert errs[0].endswith("(line 4)")
+    # the same through a command-line override of a good file
+    with pytest.raises(CampaignError) as info:
+        load_campaign(write(tmp_path, GOOD), {"evaluator.timing": {"tolerance": 2e-3}})
+    assert "the correctness gate cannot be loosened" in str(info.value)
+    # stricter is allowed: a smaller tolerance, more seeds
+    config = load_campaign(write(tmp_path, head + "evaluator: {backend: gpu, timing: {tolerance: 5.0e-4, seeds: 5}}\n"))
+    assert config.evaluator.timing == {"tolerance": 5e-4, "seeds": 5}
+    from evaluator.gpu_worker import TIMING_DEFAULTS  # the floor is the worker's own default
+    at_floor = f"evaluator: {{timing: {{tolerance: {TIMING_DEFAULTS['tolerance']}, seeds: {TIMING_DEFAULTS['seeds']}}}}}\n"
+    assert load_campaign(write(tmp_path, head + at_floor)).evaluator.timing["tolerance"] == TIMING_DEFAULTS["tolerance"]
+
+
+def test_evaluator_options_a_backend_does_not_take_are_refused(tmp_path):
+    errs = errors_of(tmp_path, "name: x\nshapes: [1024x1024x1024]\nbudget: {evaluations_per_shape: 8}\n"
+                               "evaluator: {backend: simulator, options: {jobs: 4}}\n")
+    assert errs == ["evaluator.options: {\"jobs\": 4} is not allowed: evaluator backend 'simulator' takes no option "
+                    "'jobs'; allowed: calibration, device, noise, seed (line 4)"]
+
+
+@pytest.mark.parametrize("content,why", [
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe", "not a UTF-8 text file"),
+    (b"name: x\x00\x00\x01\x02", "a binary file (NUL byte at offset 7)"),
+    (b"name: x\nbell: \x07\n", "not a YAML text file"),
+    ("name: caf\u00e9\n".encode("latin-1"), "not a UTF-8 text file"),
+    (b"just some words, not a campaign\n", "a campaign is a mapping of keys"),
+    (b"- 1\n- 2\n", "a campaign is a mapping of keys (name, budget, shapes, ...), got list"),
+    (b"{{{ not: [yaml\n", "YAML syntax error"),
+    (b"", "the file is empty"),
+])
+def test_unreadable_campaign_files_name_the_file(tmp_path, content, why):
+    path = tmp_path / "weird.yaml"
+    path.write_bytes(content)
+    with pytest.raises(CampaignError) as info:
+        load_campaign(path)
+    text = str(info.value)
+    assert text.startswith(str(path)), text
+    assert why in text and "\n" not in text
+    with pytest.raises(CampaignError) as info:
+        load_campaign(tmp_path)
+    assert str(info.value).startswith(str(tmp_path)) and "is a folder" in str(info.value)

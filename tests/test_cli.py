@@ -1,7 +1,9 @@
 import subprocess
 import sys
+from pathlib import Path
 
-from genome import Genome, get_space
+from genome import Genome
+from templates import get_space
 
 
 def run(*args):
@@ -13,6 +15,38 @@ def test_help_lists_commands():
     assert out.returncode == 0
     for command in ("space", "compile", "render"):
         assert command in out.stdout
+
+
+def test_version(monkeypatch):
+    import importlib.metadata
+    import re
+    from experiments import cli
+    out = run("--version")
+    assert out.returncode == 0 and out.stdout.strip() == f"evogemm {cli.package_version()}"
+    assert re.fullmatch(r"\d+\.\d+(\.\d+)?\S*", cli.package_version())
+    # from a source tree that is not installed: pyproject.toml's version
+
+    def not_installed(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    assert cli.package_version() == re.search(r'^version = "(.+)"', text, re.M).group(1)
+
+
+def test_every_command_says_what_it_does():
+    import argparse
+    from experiments.cli import build_parser
+    parser = build_parser()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    listed = {a.dest: a.help for a in sub._choices_actions}
+    assert {"space", "render", "compile", "bench", "validate", "run", "resume", "extend", "status",
+            "ablate"} <= set(sub.choices)
+    for name, p in sub.choices.items():
+        assert p.description and p.description.strip(), f"`evogemm {name} --help` has no description"
+        assert "\n" not in p.description.strip() and listed.get(name), name
+    out = run("resume", "--help")
+    assert out.returncode == 0 and "Continue a stopped or killed campaign" in out.stdout and "--backend" in out.stdout
 
 
 def test_space_prints_size_and_rules():

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from evaluator.compile import Compiler, Toolchain, ToolchainError, first_error, parse_ptxas
-from genome import Genome, Patch, get_space
+from genome import Genome, Patch
+from templates import get_space
 
 SPACE = get_space("sm90_cutlass")
 SMALL = dict(SPACE.default_params(), schedule="pingpong", tile_m=64, tile_n=64, tile_k=64)
@@ -73,3 +74,64 @@ def test_cli_compile_reports_cache_hit(kernel_cache, tmp_path):
     b = subprocess.run(cmd, capture_output=True, text=True)
     assert a.returncode == 0, a.stdout + a.stderr
     assert "kernel.so" in b.stdout and "cache hit" in b.stdout
+
+
+FAKE_NVCC = """#!/usr/bin/env python3
+import sys, time, pathlib
+args = sys.argv[1:]
+out = pathlib.Path(args[args.index("-o") + 1])
+with open(pathlib.Path(sys.argv[0]).with_suffix(".calls"), "a") as fh:
+    fh.write(" ".join(a for a in args if not a.startswith("-I")) + "\\n")
+time.sleep(0.4)
+out.write_bytes(b"not really a library")
+print("ptxas info    : Used 96 registers, used 1 barriers")
+print("    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads")
+"""
+
+
+def fake_compiler(tmp_path, families=None) -> Compiler:
+    nvcc = tmp_path / "fake-nvcc"
+    nvcc.write_text(FAKE_NVCC)
+    nvcc.chmod(0o755)
+    tools = Toolchain(nvcc=str(nvcc), nvcc_version="fake 1.0", include_dirs=(), cutlass_version="fake")
+    return Compiler(cache_dir=tmp_path / "cache", toolchain=tools, jobs=2, families=families)
+
+
+def test_submit_runs_one_nvcc_per_build_key_in_a_pool(tmp_path):
+    compiler = fake_compiler(tmp_path)
+    a = SPACE.validate(Genome.make("sm90_cutlass", SMALL))
+    a_knobs = a.with_params(raster="along_m", swizzle=4)           # same source, other runtime knobs
+    b = SPACE.validate(Genome.make("sm90_cutlass", dict(SMALL, tile_n=128)))
+    start = time.monotonic()
+    futures = [compiler.submit(g) for g in (a, a_knobs, b, a)]
+    results = [f.result() for f in futures]
+    took = time.monotonic() - start
+    assert [r.genome_id for r in results] == [a.id, a_knobs.id, b.id, a.id]
+    assert all(r.ok for r in results)
+    assert results[0].build_key == results[1].build_key != results[2].build_key
+    assert results[1].knobs == (1, 4, 1, 0, 0) and results[0].knobs == (0, 1, 1, 0, 0)
+    calls = (tmp_path / "fake-nvcc.calls").read_text().splitlines()
+    assert len(calls) == 2, calls                                  # two distinct sources, two nvcc runs
+    assert took < 0.4 * 2 * 0.9 + 0.5                              # in parallel, not one after another
+    assert compiler.nvcc_runs == 2
+    assert all("-gencode=arch=compute_90a,code=sm_90a" in c and "-DNDEBUG" in c for c in calls)
+    assert compiler.submit(b).result().ok                          # joined or served: never rebuilt
+    assert len((tmp_path / "fake-nvcc.calls").read_text().splitlines()) == 2
+    compiler.close()
+
+
+def test_family_flags_and_architecture_come_from_the_family(tmp_path):
+    import dataclasses
+
+    from templates import family_registry
+    reg = family_registry()
+    base = reg.resolve("sm90_cutlass")
+    other = dataclasses.replace(base, name="sm90_flags", make_space=lambda: dataclasses.replace(
+        base.make_space(), family="sm90_flags"), nvcc_flags=(*base.nvcc_flags, "-DEVOGEMM_PLUGIN=1"))
+    reg.register("sm90_flags", other)
+    compiler = fake_compiler(tmp_path, families=reg)
+    g = Genome.make("sm90_flags", SPACE.validate(Genome.make("sm90_cutlass", SMALL)).param_dict)
+    assert compiler.build(g).ok
+    (call,) = (tmp_path / "fake-nvcc.calls").read_text().splitlines()
+    assert "-DEVOGEMM_PLUGIN=1" in call
+    compiler.close()

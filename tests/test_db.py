@@ -11,7 +11,7 @@ import pytest
 
 from evaluator.api import STATUS_OK, STATUS_WRONG, BaselineSet, Measurement, Timing
 from evolution.db import SCHEMA_VERSION, CampaignDB
-from genome import get_space
+from templates import get_space
 
 
 def _genome(seed=0):

@@ -3,7 +3,8 @@ import random
 
 import pytest
 
-from genome import Genome, InvalidGenome, Patch, Problem, get_space
+from genome import Genome, InvalidGenome, Patch, Problem
+from templates import get_space
 from genome.operators import OperatorContext, ParamCrossover, ParamMutate, RandomSample, apply_operator
 
 SPACE = get_space("sm90_cutlass")

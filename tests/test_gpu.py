@@ -74,7 +74,7 @@ def test_short_campaign_runs_on_the_gpu_and_re_verifies(tmp_path):
     """The engine, the GPU evaluator and the final interleaved re-measurement, end to end."""
     import sqlite3
 
-    from evolution.campaign import create_campaign, run_campaign
+    from experiments.campaign import create_campaign, run_campaign
     from experiments.schema import parse_campaign
 
     class Quiet:

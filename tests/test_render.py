@@ -3,14 +3,15 @@ import time
 
 import pytest
 
-from genome import Genome, InvalidGenome, Patch, get_space
-from templates import block_source, families, render, template_blocks
+from genome import Genome, InvalidGenome, Patch
+from templates import get_space
+from templates import block_source, family_registry, render, template_blocks
 
 SPACE = get_space("sm90_cutlass")
 
 
 def test_family_and_blocks_match_the_space():
-    assert "sm90_cutlass" in families()
+    assert "sm90_cutlass" in family_registry().names()
     assert sorted(SPACE.blocks) == template_blocks("sm90_cutlass")
 
 

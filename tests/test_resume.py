@@ -21,7 +21,7 @@ import pytest
 
 import evolution.db as dbmod
 from engine_helpers import REPO, cli_env, db_count, fingerprint, small_config
-from evolution.campaign import create_campaign, run_campaign
+from experiments.campaign import create_campaign, run_campaign
 from experiments.schema import parse_campaign
 
 
@@ -187,7 +187,7 @@ CAMPAIGN = """
     population: {size: 6, islands: 2, offspring: 3, migration_interval: 2, migration_size: 1, elite: 1}
     selection: {policy: thompson}
     evaluator:
-      backend: "tests.engine_helpers:slow_simulator"
+      backend: "tests.engine_helpers:SlowSimulator"
       batch_size: 3
       options: {delay: 0.02}
 """

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import statistics
@@ -11,8 +10,10 @@ import pytest
 
 from evaluator.api import Measurement, Timing
 from evolution.parents import distance, novelty, select_parents, selection_weights
-from evolution.strategies import (FAILURE_LOG_US, OptunaTPE, RandomSearch, SearchStrategy, make_strategy)
-from genome import Genome, ParamSpec, Patch, Problem, SearchSpace, get_space
+from evolution.search import build_strategy, check_strategy_params, strategy_registry, StrategyContext
+from evolution.strategies import FAILURE_LOG_US, OptunaTPE, RandomSearch, SearchStrategy
+from genome import Genome, ParamSpec, Patch, Problem, SearchSpace
+from templates import get_space
 
 SPACE = get_space("sm90_cutlass")
 PROBLEM = Problem(4096, 4096, 4096)
@@ -73,7 +74,7 @@ def test_random_search_never_repeats_and_stays_valid():
     assert len(set(ids)) == 300
     children = rs.ask(20)
     assert all(SPACE.is_valid(c.genome, PROBLEM) for c in children)
-    assert all(c.operator == "random_search" and c.parent_ids == () for c in children)
+    assert all(c.operator == "random" and c.parent_ids == () for c in children)
     assert not {c.genome.id for c in children} & set(ids)
 
 
@@ -89,16 +90,6 @@ def test_random_search_exhausts_a_small_space():
     got = rs.ask(10)
     assert len(got) == 4 and len({c.genome.id for c in got}) == 4
     assert rs.ask(1) == []
-
-
-def test_random_search_state_round_trip():
-    rs = RandomSearch(SPACE, PROBLEM, seed=3)
-    drive(rs, 40, batch=4)
-    state = json.loads(json.dumps(rs.state_dict()))
-    resumed = RandomSearch(SPACE, PROBLEM, seed=999)
-    resumed.load_state_dict(state)
-    assert resumed.state_dict() == state
-    assert [c.genome.id for c in resumed.ask(10)] == [c.genome.id for c in rs.ask(10)]
 
 
 def test_strategies_refuse_unsupported_problems():
@@ -137,8 +128,7 @@ def test_tpe_hands_out_valid_genomes_and_tells_the_measured_value():
         children.append(child)
     repaired = [c for c in children if c.meta["repaired"]]
     assert repaired, "expected some TPE suggestions to break a rule (cooperative with tile M 64, ...)"
-    journal = tpe.state_dict()["journal"]
-    told = {e["trial"]: e["value"] for e in journal if e["op"] == "tell"}
+    told = {t.number: t.value for t in tpe._study.trials}
     for child in repaired:  # the suggestion's trial carries the repaired genome's measured value
         assert told[child.meta["trial"]] == pytest.approx(math.log(measure(child.genome).time_us))
     assert tpe.best[0] == pytest.approx(min(math.log(measure(c.genome).time_us) for c in children))
@@ -148,11 +138,10 @@ def test_tpe_failures_get_a_penalty_or_fail_state():
     tpe = OptunaTPE(SPACE, PROBLEM, seed=0)
     (child,) = tpe.ask(1)
     tpe.tell(child, measure(child.genome, status="compile_failed"))
-    assert tpe.state_dict()["told"][-1]["value"] == FAILURE_LOG_US
+    assert tpe._study.trials[-1].value == FAILURE_LOG_US
     strict = OptunaTPE(SPACE, PROBLEM, seed=0, failure_value=None)
     (child,) = strict.ask(1)
     strict.tell(child, measure(child.genome, status="wrong"))
-    assert strict.state_dict()["told"][-1]["value"] is None
     assert [t.state.name for t in strict._study.trials] == ["FAIL"]
 
 
@@ -167,8 +156,10 @@ def test_tpe_tell_checks():
     # a genome measured elsewhere (a seed) is added as a finished trial and never asked
     seed = SPACE.sample(random.Random(123))
     from genome import Offspring
+    n_trials = len(tpe._study.trials)
     tpe.tell(Offspring(seed, "seed", ()), measure(seed))
-    assert tpe.state_dict()["journal"][-1]["op"] == "add"
+    assert len(tpe._study.trials) == n_trials + 1
+    assert tpe._study.trials[-1].value == pytest.approx(math.log(measure(seed).time_us))
     assert seed.id not in drive(tpe, 30)
 
 
@@ -183,30 +174,36 @@ def test_tpe_never_repeats_even_in_a_tiny_space():
     assert len(got) == 4 and len(set(got)) == 4
 
 
-def test_tpe_state_round_trip_resumes_identically():
-    fail = lambda g: g["stages"] == 8  # noqa: E731
-    live = OptunaTPE(SPACE, PROBLEM, seed=7)
-    drive(live, 24, batch=4, fail=fail)
-    pending = live.ask(3)  # saved with trials still being measured
-    state = json.loads(json.dumps(live.state_dict()))
-    resumed = OptunaTPE(SPACE, PROBLEM, seed=12345, n_startup_trials=3)  # the state's settings win
-    resumed.load_state_dict(state)
-    assert resumed.state_dict() == state
-    assert state["n_asks"] == 27 and len(state["told"]) == 24
-    for strategy in (live, resumed):
-        for child in pending:
-            strategy.tell(child, measure(child.genome))
-    assert [c.genome.id for c in resumed.ask(5)] == [c.genome.id for c in live.ask(5)]
-    assert drive(resumed, 10, batch=2, fail=fail) == drive(live, 10, batch=2, fail=fail)
+def make_strategy(name, space, problem, seed, **params):
+    factory = strategy_registry().resolve(name)
+    check_strategy_params(factory, params, name)
+    return build_strategy(factory, StrategyContext(problem=problem, spaces=[space], seed=seed, params=params,
+                                                   config=None))
 
 
-def test_make_strategy():
-    assert isinstance(make_strategy("random_search", SPACE, PROBLEM, 0), RandomSearch)
+def test_strategy_registry_builds_one_space_strategies_and_refuses_bad_names_and_params():
+    assert isinstance(make_strategy("random", SPACE, PROBLEM, 0), RandomSearch)
     assert isinstance(make_strategy("optuna_tpe", SPACE, PROBLEM, 0, n_startup_trials=5), OptunaTPE)
     with pytest.raises(ValueError, match="'n_startup'.*n_startup_trials"):
         make_strategy("optuna_tpe", SPACE, PROBLEM, 0, n_startup=5)
     with pytest.raises(ValueError, match="unknown search strategy"):
         make_strategy("cma", SPACE, PROBLEM, 0)
+    with pytest.raises(ValueError, match="'os.path:join' is a function, not a class with ask"):
+        make_strategy("os.path:join", SPACE, PROBLEM, 0)
+
+
+def test_one_space_strategies_take_turns_over_families():
+    from dataclasses import replace
+    other = replace(SPACE, family="sm90_other")
+    strat = make_strategy("random", SPACE, PROBLEM, 3)
+    assert isinstance(strat, RandomSearch)
+    factory = strategy_registry().resolve("random")
+    multi = build_strategy(factory, StrategyContext(problem=PROBLEM, spaces=[SPACE, other], seed=3, params={},
+                                                    config=None))
+    kids = multi.ask(4)
+    assert sorted(k.genome.family for k in kids) == ["sm90_cutlass", "sm90_cutlass", "sm90_other", "sm90_other"]
+    for k in kids:
+        multi.tell(k, measure(k.genome))
 
 
 # -- parents -------------------------------------------------------------------------------------

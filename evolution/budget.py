@@ -1,0 +1,124 @@
+"""Budgets: each shape's allocation when it starts, and how many proposals the next round asks.
+
+`evaluations_per_shape` is fixed per shape; `total_evaluations`, `gpu_seconds`, `wall_seconds` and
+`llm_tokens` are shared fairly (what is left / shapes left), so what one shape leaves unspent goes
+to the next. Evaluation counts are exact; time and token limits are checked before each round.
+Decisions that depend on the clock are replayed from the database on resume, not re-decided.
+
+Budget grants (`evogemm extend`, meta "extensions"): a shape that had started when the budget was
+raised keeps its recorded allocation (so a replay re-generates its rounds exactly) and gets
+grants instead: when its budget of a kind runs out, it takes its next grant of that kind, but only
+where the recorded run did too, i.e. not while the next recorded proposal belongs to another
+shape. Grants never change the shapes table; they are re-taken on every replay, in order.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from .db import CampaignDB
+from .shape_state import ShapeState
+
+GRANT_KINDS = ("evaluations", "gpu_seconds", "wall_seconds")
+
+
+class Grants:
+    """The budget grants of a campaign's extensions, per shape and kind, in the order made."""
+
+    def __init__(self, extensions: "Iterable[dict] | None", db: CampaignDB, log: Callable[[str], None]):
+        self.db = db
+        self.log = log
+        self.pending: dict[str, dict[str, list[float]]] = {}
+        for ext in extensions or []:
+            for shape, grant in (ext.get("grants") or {}).items():
+                for kind, extra in grant.items():
+                    if kind in GRANT_KINDS and extra:
+                        self.pending.setdefault(shape, {}).setdefault(kind, []).append(extra)
+
+    def waiting(self, state: ShapeState) -> bool:
+        """The shape has grants it has not taken yet (it may take them after other shapes)."""
+        return any(state.grants_taken.get(kind, 0) < len(extra)
+                   for kind, extra in self.pending.get(state.name, {}).items())
+
+    def take(self, state: ShapeState, kind: str, seq: int, check_only: bool = False) -> bool:
+        """Take the shape's next grant of `kind` if it has one and may take it at proposal `seq`."""
+        extra = self.pending.get(state.name, {}).get(kind, [])
+        taken = state.grants_taken.get(kind, 0)
+        if taken >= len(extra) or state.allocation.get(kind) is None:
+            return False
+        recorded = self.db.proposal(seq)
+        if recorded is not None and recorded["problem"] != state.name:
+            return False  # the recorded run went on with another shape here: the grant comes later
+        if check_only:
+            return True
+        state.allocation = dict(state.allocation, **{kind: state.allocation[kind] + extra[taken]})
+        state.grants_taken[kind] = taken + 1
+        row = self.db.shape_row(state.name)
+        if recorded is None and row is not None and row["status"] == "done":
+            self.db.reopen_shape(state.name)  # only past everything recorded
+        self.log(f"{state.name}: budget grant {taken + 1} of {len(extra)}: {kind} +{extra[taken]:g} "
+                 f"(now {state.allocation[kind]:g})")
+        return True
+
+    def any_now(self, state: ShapeState, seq: int) -> bool:
+        return any(self.take(state, kind, seq, check_only=True) for kind in GRANT_KINDS)
+
+
+def allocation(budget: Any, shapes_left: int, states: Iterable[ShapeState], wall_used: float) -> dict[str, Any]:
+    """The budget of the next shape to start, given what the shapes before it used."""
+    states = list(states)
+    used_evals = sum(s.evaluations for s in states)
+    used_gpu = sum(s.gpu_seconds for s in states)
+    used_tokens = sum(s.tokens for s in states)
+    left = max(1, shapes_left)
+    alloc: dict[str, Any] = {"evaluations": budget.evaluations_per_shape}
+    if budget.total_evaluations is not None:
+        remaining = max(0, budget.total_evaluations - used_evals)
+        share = remaining // left if left > 1 else remaining
+        alloc["evaluations"] = share if alloc["evaluations"] is None else min(alloc["evaluations"], share)
+    alloc["gpu_seconds"] = None if budget.gpu_seconds is None else max(0.0, budget.gpu_seconds - used_gpu) / left
+    alloc["wall_seconds"] = None if budget.wall_seconds is None else max(0.0, budget.wall_seconds - wall_used) / left
+    alloc["llm_tokens"] = None if budget.llm_tokens is None else max(0, budget.llm_tokens - used_tokens) // left
+    return alloc
+
+
+def round_size(strategy: Any, population: Any, first: bool) -> int:
+    if first and hasattr(strategy, "initial_size"):
+        return int(strategy.initial_size)
+    if hasattr(strategy, "round_size"):
+        return int(strategy.round_size)
+    return population.offspring_per_island * population.islands
+
+
+def next_size(state: ShapeState, db: CampaignDB, seq: int, population: Any, inflight: int,
+              first: bool, grants: Grants) -> "tuple[int, str | None]":
+    """How many to ask for next (0 = the shape is done, with the reason)."""
+    n = round_size(state.strategy, population, first)
+    while state.allocation.get("evaluations") is not None and \
+            state.allocation["evaluations"] - state.evaluations - inflight <= 0:
+        if not grants.take(state, "evaluations", seq):
+            return 0, "evaluation budget spent"
+    while state.allocation.get("gpu_seconds") is not None and state.gpu_seconds >= state.allocation["gpu_seconds"]:
+        if not grants.take(state, "gpu_seconds", seq):
+            return 0, "GPU-time budget spent"
+    alloc = state.allocation
+    if alloc.get("evaluations") is not None:
+        n = min(n, alloc["evaluations"] - state.evaluations - inflight)
+    if alloc.get("llm_tokens") is not None and state.tokens >= alloc["llm_tokens"]:
+        return 0, "LLM-token budget spent"
+    if state.stall >= population.max_stall_rounds:
+        return 0, f"no new genome in {state.stall} rounds"
+    recorded = db.proposal(seq)
+    if recorded is not None:
+        if recorded["problem"] == state.name:
+            return n, None  # replay: the recorded run went on here
+        return 0, db.shape_row(state.name)["reason"] or "stopped (recorded)"
+    row = db.shape_row(state.name)
+    if row and row["status"] == "done" and not (row["reason"] == "wall-time budget spent"
+                                                and grants.take(state, "wall_seconds", seq)):
+        return 0, row["reason"] or "stopped (recorded)"
+    while state.allocation.get("wall_seconds") is not None and \
+            state.wall_seconds() >= state.allocation["wall_seconds"]:
+        if not grants.take(state, "wall_seconds", seq):
+            return 0, "wall-time budget spent"
+    return n, None

@@ -1,0 +1,28 @@
+"""Re-measure a shape's hall of fame once more, in one run interleaved with the vendor baselines
+(MEASURE.md: candidate and baselines in the same process, on the same buffers). Campaign reports
+quote these figures, not the search's."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Callable
+
+from evaluator.api import Evaluator
+
+from .db import CampaignDB
+from .shape_state import ShapeState
+
+
+def verify_hall_of_fame(state: ShapeState, evaluator: Evaluator, db: CampaignDB, log: Callable[[str], None]) -> None:
+    """Skipped when already recorded; the caller skips it on the simulator."""
+    if not len(state.hof) or db.verified(state.name) is not None:
+        return
+    if "with_baselines" not in inspect.signature(evaluator.evaluate).parameters:
+        log(f"{state.name}: the evaluator cannot measure baselines interleaved; hall of fame not re-verified")
+        return
+    genomes = [ind.genome for ind in state.hof]
+    log(f"{state.name}: re-verifying the hall of fame ({len(genomes)} kernels) interleaved with the vendor baselines")
+    measurements, baselines = evaluator.evaluate(genomes, state.problem, with_baselines=True)
+    for m in measurements:
+        m.problem = state.name
+    db.record_verified(state.name, baselines, measurements)

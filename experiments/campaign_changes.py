@@ -1,0 +1,174 @@
+"""Changes to a campaign after it was created, each recorded in its database's meta and written
+to campaign.yaml too: `extend_campaign` raises a budget (meta "extensions"; shapes already started
+get budget grants that the engine takes when their budget runs out), and `switch_backend` changes
+the evaluator backend while nothing has been measured (meta "backend_changes")."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+
+from evolution.db import CampaignDB
+from evolution.engine import Engine
+
+from .schema import parse_campaign
+
+from .campaign_folder import (BUDGET_REASONS, CONFIG_FILE, DB_FILE, CampaignRefused, config_history, now_stamp,
+                              open_folder, refuse_if_running, write_config_file)
+
+
+# -- evaluator backend -----------------------------------------------------------------------------
+
+def measured_count(db: CampaignDB) -> int:
+    """Evaluations plus baseline sets recorded: anything measured (or simulated) so far."""
+    return db.evaluation_count() + sum(1 for row in db.shape_rows() if db.baselines(row["problem"]) is not None)
+
+
+def switch_backend(folder: Path, db: CampaignDB, config: Any, backend: str) -> "tuple[Any, str | None]":
+    """The config to run with when `--backend` is given on resume, and a line saying what changed.
+    The recorded backend stays when it is what was asked for; another one is taken only while nothing
+    has been measured (simulated and measured times must never mix in one campaign)."""
+    current = config.evaluator.backend
+    recorded = db.get_meta("resolved_backend")
+    if backend == recorded or (recorded is None and backend == current):
+        return config, None
+    measured = measured_count(db)
+    if backend == current and measured:
+        return config, None  # e.g. `auto`, which resolved to the recorded backend when it first ran
+    if measured:
+        used = recorded or current
+        raise CampaignRefused(
+            f"{folder}: cannot switch the evaluator backend to {backend!r}: {measured} measurement(s) in this campaign "
+            f"were made with {used!r} ({db.get_meta('evaluator_description') or 'recorded'}), and simulated and "
+            f"measured times must not mix in one campaign. Resume without --backend (it uses {used!r}), or start a "
+            f"new campaign from the same settings: "
+            f"evogemm run {folder / CONFIG_FILE} --out NEW_DIR --backend {backend}")
+    stored = db.get_meta("config")
+    data = json.loads(json.dumps(stored))
+    data.setdefault("evaluator", {})["backend"] = backend
+    new_config = parse_campaign(data, base_dir=folder, source=str(folder / DB_FILE), stored=True)
+    t, at = now_stamp()
+    old = recorded or current
+    what = f"evaluator backend {old} -> {backend} (nothing measured yet)"
+    change = {"time": t, "at": at, "old": old, "new": backend, "what": what, "config_before": stored}
+    changes = list(db.get_meta("backend_changes") or []) + [change]
+    db.set_meta({"config": new_config.resolved(), "resolved_backend": None, "simulated": None,
+                 "evaluator_description": None, "backend_changes": changes})
+    write_config_file(folder, new_config, config_history(db))
+    return new_config, what
+
+
+
+# -- extend: raise a budget ----------------------------------------------------------------------------
+
+def _engine_takes_grants() -> bool:
+    """Whether the engine continues a started shape whose budget an extension raised (see
+    `extend_campaign`): it says so with `Engine.BUDGET_GRANTS = True`."""
+    return bool(getattr(Engine, "BUDGET_GRANTS", False))
+
+
+def _split(amount: float, names: Sequence[str], integer: bool) -> dict[str, float]:
+    if not names:
+        return {}
+    if integer:
+        base, rest = divmod(int(amount), len(names))
+        return {n: base + (1 if i < rest else 0) for i, n in enumerate(names)}
+    return {n: amount / len(names) for n in names}
+
+
+def extend_campaign(folder: "str | Path", evaluations: "int | None" = None, wall_seconds: "float | None" = None,
+                    gpu_seconds: "float | None" = None) -> dict[str, Any]:
+    """Raise a campaign's budget; the next `resume` goes on with it.
+
+    `evaluations` N raises `budget.evaluations_per_shape` by N (each shape may spend N more) and, if
+    set, `budget.total_evaluations` by N per shape; with only a total, the total by N.
+    `wall_seconds` / `gpu_seconds` raise those limits. The database's config and campaign.yaml are
+    updated together, and meta "extensions" gets {time, at, changes: {key: [old, new]}, grants,
+    pending, kept, what, config_before}.
+
+    Shapes not started yet take their share of the new budget when they start (the engine fixes a
+    shape's allocation then). A started shape keeps its recorded allocation, so that resume replays
+    it faithfully; `grants` (shape -> {evaluations|wall_seconds|gpu_seconds: extra}) lists what each
+    started shape may spend in addition, once it has spent its allocation, and only engines with
+    `Engine.BUDGET_GRANTS` apply them (they are recorded only then). An extension that changes
+    nothing for any shape is refused."""
+    asked = {"evaluations": evaluations, "wall_seconds": wall_seconds, "gpu_seconds": gpu_seconds}
+    if all(v is None for v in asked.values()):
+        raise ValueError("nothing to extend: give --evaluations N, --wall-seconds S and/or --gpu-seconds S")
+    for key, value in asked.items():
+        if value is not None and (not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0):
+            raise ValueError(f"--{key.replace('_', '-')} must be a positive number, got {value}")
+    folder = Path(folder)
+    config, db, _ = open_folder(folder)
+    try:
+        refuse_if_running(db, folder, "extend it")
+        stored = db.get_meta("config")
+        budget = dict(stored["budget"])
+        n_shapes = len(config.problems)
+        changes: dict[str, list[Any]] = {}
+        if evaluations is not None:
+            per, total = budget.get("evaluations_per_shape"), budget.get("total_evaluations")
+            if per is None and total is None:
+                raise CampaignRefused(f"{folder}: the budget has no evaluation limit (evaluations_per_shape and "
+                                      "total_evaluations are unset), so there is none to raise")
+            if per is not None:
+                changes["budget.evaluations_per_shape"] = [per, per + int(evaluations)]
+            if total is not None:
+                changes["budget.total_evaluations"] = [total, total + int(evaluations) * (n_shapes if per else 1)]
+        for key in ("wall_seconds", "gpu_seconds"):
+            if asked[key] is not None:
+                if budget.get(key) is None:
+                    raise CampaignRefused(f"{folder}: budget.{key} is not set (no limit), so there is none to raise")
+                changes[f"budget.{key}"] = [budget[key], budget[key] + float(asked[key])]
+        data = json.loads(json.dumps(stored))
+        for key, (_, new) in changes.items():
+            data["budget"][key.split(".", 1)[1]] = new
+        new_config = parse_campaign(data, base_dir=folder, source=str(folder / DB_FILE), stored=True)
+
+        rows = db.shape_rows()
+        pending = [r["problem"] for r in rows if r["status"] == "pending" and r["allocation"] is None]
+        started = [r for r in rows if r["allocation"] is not None]
+        grants: dict[str, dict[str, float]] = {}
+        kept: list[str] = []
+        raised = {k.split(".", 1)[1] for k in changes}
+        for dim, keys in (("evaluations", {"evaluations_per_shape", "total_evaluations"}),
+                          ("wall_seconds", {"wall_seconds"}), ("gpu_seconds", {"gpu_seconds"})):
+            if not raised & keys:
+                continue
+            # who would go on: started shapes still running, or stopped because this budget ran out
+            takers = [r["problem"] for r in started
+                      if r["status"] != "done" or (r["reason"] or "") == BUDGET_REASONS[dim]]
+            if dim == "evaluations" and "evaluations_per_shape" in raised:
+                extra = {n: int(evaluations) for n in takers}  # type: ignore[arg-type]
+            elif pending:
+                extra = {}  # a shared total: the shapes not started yet take it
+            else:
+                extra = _split(asked[dim] or 0, takers, integer=dim == "evaluations")
+            for name, amount in extra.items():
+                if amount:
+                    grants.setdefault(name, {})[dim] = amount
+        if not _engine_takes_grants():
+            kept, grants = sorted(grants), {}
+        if not pending and not grants:
+            if kept:
+                raise CampaignRefused(
+                    f"{folder}: every shape has started, and this version of the engine keeps a started shape's "
+                    "budget as recorded (so that resume replays it exactly); raising the budget would change "
+                    "nothing. Run more as a new campaign seeded from this one (seed_from: "
+                    f"[{folder}]) instead")
+            raise CampaignRefused(f"{folder}: no shape would go on with more budget: every shape has finished for "
+                                  "another reason than that budget (see `evogemm status`)")
+        t, at = now_stamp()
+        what = "budget " + ", ".join(f"{k.split('.', 1)[1]} {a} -> {b}" for k, (a, b) in changes.items())
+        entry = {"time": t, "at": at, "changes": changes, "grants": grants, "pending": pending, "kept": kept,
+                 "what": what, "evaluations_before": db.evaluation_count(), "config_before": stored}
+        history = list(db.get_meta("extensions") or []) + [entry]
+        db.set_meta({"config": new_config.resolved(), "extensions": history})
+        write_config_file(folder, new_config, config_history(db))
+        db.event("extended", None, {k: v for k, v in entry.items() if k != "config_before"})
+    finally:
+        db.close()
+    return {k: v for k, v in entry.items() if k != "config_before"}

@@ -1,0 +1,431 @@
+"""What a newcomer runs into: a campaign that cannot start, resuming the wrong folder, editing
+campaign.yaml, raising a budget, skipped shapes, bad arguments and bad files. Each answer is one
+clear line (never a traceback), and nothing is silently ignored or left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from io import StringIO
+from pathlib import Path
+
+import pytest
+import yaml
+from rich.console import Console
+
+from engine_helpers import REPO, cli_env, small_config
+from evaluator.factory import NoGpuError
+from evolution.engine import Engine
+from experiments.campaign import (CampaignEdited, CampaignRefused, NotACampaign, create_campaign, extend_campaign,
+                                  open_campaign, run_campaign)
+from experiments.progress import LiveProgress
+from experiments.schema import parse_campaign
+
+GRANTS = bool(getattr(Engine, "BUDGET_GRANTS", False))  # the engine re-opens started shapes
+
+
+class NoGpu:
+    """An evaluator plug-in standing for `--backend gpu` on a machine without a GPU."""
+
+    OPTIONS = ("seed", "noise")
+
+    def __init__(self, **options):
+        raise NoGpuError("evaluator backend 'gpu' needs a GPU: no NVIDIA driver (libcuda.so) on this machine")
+
+    def describe(self):  # pragma: no cover - never built
+        return "no GPU"
+
+    def baselines(self, problem):  # pragma: no cover
+        raise NotImplementedError
+
+    def evaluate(self, genomes, problem):  # pragma: no cover
+        raise NotImplementedError
+
+    def close(self):  # pragma: no cover
+        pass
+
+
+TINY = """
+    name: tiny
+    seed: 3
+    shapes: ["512x512x512", "1024x1024x1024"]
+    budget: {evaluations_per_shape: 8}
+    population: {size: 4, islands: 1, offspring: 2, elite: 1, migration_size: 1}
+    evaluator: {backend: simulator}
+"""
+
+
+def evogemm(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = cli_env()
+    env["PYTHONPATH"] = str(REPO / "tests") + os.pathsep + env["PYTHONPATH"]  # for the test_newcomer:NoGpu plug-in
+    return subprocess.run([sys.executable, "-m", "experiments.cli", *args], cwd=str(REPO), env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def one_line_error(proc: subprocess.CompletedProcess, *words: "str | tuple[str, ...]") -> str:
+    """Exit status 2 and one line on stderr holding each of `words` (a tuple: one of them)."""
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    err = proc.stderr.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    for w in words:
+        assert any(x in err for x in (w if isinstance(w, tuple) else (w,))), (w, err)
+    return err
+
+
+class Silent:
+    def update(self, rows, simulated=None, evaluator=None):
+        pass
+
+
+class Stop(Exception):
+    pass
+
+
+class StopAfterFirstShape:
+    """Progress that stops the campaign once its first shape is done (like Ctrl-C)."""
+
+    def update(self, rows, simulated=None, evaluator=None):
+        if rows and rows[0]["status"] == "done":
+            raise Stop
+
+
+def _yaml(tmp_path: Path, text: str = TINY, name: str = "c.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def _db(folder: Path) -> sqlite3.Connection:
+    return sqlite3.connect(str(folder / "campaign.db"))
+
+
+def _meta(folder: Path, key: str):
+    conn = _db(folder)
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+    finally:
+        conn.close()
+
+
+def _evaluations(folder: Path) -> dict[str, int]:
+    conn = _db(folder)
+    try:
+        return dict(conn.execute("SELECT problem, COUNT(*) FROM evaluations GROUP BY problem").fetchall())
+    finally:
+        conn.close()
+
+
+# -- a campaign that fails at start leaves nothing behind ------------------------------------------
+
+def test_failed_start_removes_the_folder_it_created_and_says_one_line(tmp_path):
+    camp = _yaml(tmp_path, TINY.replace("backend: simulator", "backend: 'test_newcomer:NoGpu'"))
+    out = tmp_path / "runs" / "deep" / "c"
+    proc = evogemm("run", str(camp), "--out", str(out), "--no-live")
+    one_line_error(proc, "no NVIDIA driver", "Nothing was run", "was removed", "--backend simulator")
+    assert not (tmp_path / "runs").exists()  # every folder this run made is gone
+    # a folder that existed before keeps what was in it; only the campaign's files go
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    proc = evogemm("run", str(camp), "--out", str(mine), "--no-live")
+    one_line_error(proc, "Nothing was run")
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+    # so the obvious next command just works
+    proc = evogemm("run", str(camp), "--out", str(out), "--no-live", "--backend", "simulator")
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "report.md").exists()
+
+
+def test_failed_start_with_backend_gpu_without_a_gpu(tmp_path):
+    from evaluator.factory import gpu_available
+    if gpu_available()[0]:
+        pytest.skip("this machine has a GPU")
+    camp = _yaml(tmp_path)
+    out = tmp_path / "o"
+    proc = evogemm("run", str(camp), "--out", str(out), "--backend", "gpu", "--no-live")
+    one_line_error(proc, "Nothing was run", "--backend simulator")
+    assert not out.exists()
+
+
+# -- resume --backend ---------------------------------------------------------------------------------
+
+def test_resume_takes_another_backend_only_while_nothing_is_measured(tmp_path):
+    data = small_config(budget={"evaluations_per_shape": 6}, shapes=["512x512x512"])
+    data["evaluator"] = {"backend": "test_newcomer:NoGpu"}
+    folder = tmp_path / "c"
+    create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
+    proc = evogemm("resume", str(folder), "--no-live")  # the recorded backend: no GPU here
+    one_line_error(proc, "no NVIDIA driver", f"evogemm resume {folder} --backend simulator")
+    proc = evogemm("resume", str(folder), "--backend", "simulator", "--no-live")
+    assert proc.returncode == 0, proc.stderr
+    assert "evaluator backend test_newcomer:NoGpu -> simulator" in proc.stdout
+    assert _meta(folder, "resolved_backend") == "simulator" and _meta(folder, "simulated") is True
+    assert _meta(folder, "config")["evaluator"]["backend"] == "simulator"
+    assert yaml.safe_load((folder / "campaign.yaml").read_text())["evaluator"]["backend"] == "simulator"
+    [change] = _meta(folder, "backend_changes")
+    assert change["old"] == "test_newcomer:NoGpu" and change["new"] == "simulator" and change["at"]
+    # now that times are recorded, another backend would mix simulated and measured times
+    proc = evogemm("resume", str(folder), "--backend", "gpu", "--no-live")
+    one_line_error(proc, "cannot switch the evaluator backend to 'gpu'", "must not mix", "evogemm run")
+    # the recorded one is fine (and so is saying nothing)
+    assert evogemm("resume", str(folder), "--backend", "simulator", "--no-live").returncode == 0
+    assert evogemm("resume", str(folder), "--no-live").returncode == 0
+    assert "simulator" in (folder / "report.md").read_text().lower()
+
+
+def test_resume_backend_api_refuses_after_measuring(tmp_path):
+    folder = tmp_path / "c"
+    data = small_config(budget={"evaluations_per_shape": 6}, shapes=["512x512x512"])
+    data["evaluator"] = {"backend": "simulator"}
+    create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
+    run_campaign(folder, progress=Silent())
+    with pytest.raises(CampaignRefused, match="must not mix"):
+        run_campaign(folder, progress=Silent(), mode="resume", backend="gpu")
+
+
+# -- resume with a missing or empty database ------------------------------------------------------------
+
+def test_resume_refuses_a_lost_database(tmp_path):
+    camp = _yaml(tmp_path)
+    folder = tmp_path / "c"
+    assert evogemm("run", str(camp), "--out", str(folder), "--no-live").returncode == 0
+    (folder / "campaign.db").rename(tmp_path / "saved.db")
+    for suffix in ("-wal", "-shm"):
+        (folder / f"campaign.db{suffix}").unlink(missing_ok=True)
+    one_line_error(evogemm("resume", str(folder)), "campaign.db is missing", "has run before", "evogemm run")
+    assert not (folder / "campaign.db").exists()  # nothing was started over
+    (folder / "campaign.db").write_bytes(b"")
+    one_line_error(evogemm("resume", str(folder)), "campaign.db is empty", "has run before")
+    assert (folder / "campaign.db").stat().st_size == 0
+    with pytest.raises(NotACampaign, match="is empty"):
+        open_campaign(folder)
+
+
+def test_resume_after_a_creation_that_died_initialises_the_database(tmp_path):
+    """The first run was killed between writing campaign.yaml and the database: nothing ran, so
+    resume may (and does) create the database, and says so."""
+    folder = tmp_path / "c"
+    folder.mkdir()
+    data = small_config(budget={"evaluations_per_shape": 6}, shapes=["512x512x512"])
+    data["evaluator"] = {"backend": "simulator"}
+    from experiments.schema import dump_campaign
+    (folder / "campaign.yaml").write_text(dump_campaign(parse_campaign(data, base_dir=tmp_path)))
+    proc = evogemm("resume", str(folder), "--no-live")
+    assert proc.returncode == 0, proc.stderr
+    assert "the first run stopped while creating the campaign" in proc.stdout
+    assert sum(_evaluations(folder).values()) == 6
+
+
+# -- edits of campaign.yaml -------------------------------------------------------------------------------
+
+def test_edited_campaign_yaml_is_refused_naming_the_keys(tmp_path):
+    camp = _yaml(tmp_path)
+    folder = tmp_path / "c"
+    assert evogemm("run", str(camp), "--out", str(folder), "--no-live").returncode == 0
+    path = folder / "campaign.yaml"
+    original = path.read_text()
+    data = yaml.safe_load(original)
+    data["budget"]["evaluations_per_shape"] = 50
+    data["seed"] = 4
+    path.write_text(yaml.safe_dump(data))
+    err = one_line_error(evogemm("resume", str(folder)), "budget.evaluations_per_shape 8 -> 50", "seed 3 -> 4",
+                         "evogemm extend")
+    assert "campaign.yaml was edited" in err
+    with pytest.raises(CampaignEdited):
+        open_campaign(folder)
+    # the same settings written another way (other order, a comment, no header) are no edit
+    data = yaml.safe_load(original)
+    path.write_text("# my notes\n" + yaml.safe_dump(dict(reversed(list(data.items())))))
+    assert evogemm("resume", str(folder), "--no-live").returncode == 0
+    # an edit that no longer parses is reported too, with the file named
+    path.write_bytes(b"\xff\xfe not text")
+    one_line_error(evogemm("resume", str(folder)), str(path), "UTF-8")
+    # a deleted copy is written again from the database
+    path.unlink()
+    assert evogemm("resume", str(folder), "--no-live").returncode == 0
+    assert yaml.safe_load(path.read_text()) == yaml.safe_load(original)
+
+
+# -- extend ---------------------------------------------------------------------------------------------
+
+def test_extend_before_the_shapes_start_and_resume_uses_it(tmp_path):
+    camp = _yaml(tmp_path)
+    folder = tmp_path / "c"
+    from experiments.schema import load_campaign
+    create_campaign(load_campaign(camp), folder)
+    proc = evogemm("extend", str(folder), "--evaluations", "4")
+    assert proc.returncode == 0, proc.stderr
+    assert "evaluations_per_shape 8 -> 12" in proc.stdout and "512x512x512" in proc.stdout
+    [entry] = _meta(folder, "extensions")
+    assert entry["changes"] == {"budget.evaluations_per_shape": [8, 12]} and entry["at"] and entry["time"] > 0
+    assert _meta(folder, "config")["budget"]["evaluations_per_shape"] == 12
+    text = (folder / "campaign.yaml").read_text()
+    assert yaml.safe_load(text)["budget"]["evaluations_per_shape"] == 12 and "evaluations_per_shape 8 -> 12" in text
+    proc = evogemm("resume", str(folder), "--no-live")  # the edit check accepts the extended file
+    assert proc.returncode == 0, proc.stderr
+    assert _evaluations(folder) == {"512x512x512": 12, "1024x1024x1024": 12}
+    report = (folder / "report.md").read_text()
+    assert "budget extended" in report and "evaluations_per_shape 8 -> 12" in report
+
+
+def test_extend_an_interrupted_campaign(tmp_path):
+    data = small_config(budget={"evaluations_per_shape": 10}, shapes=["512x512x512", "1024x1024x1024"])
+    data["evaluator"] = {"backend": "simulator"}
+    folder = tmp_path / "c"
+    create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
+    with pytest.raises(Stop):
+        run_campaign(folder, progress=StopAfterFirstShape())
+    assert _evaluations(folder) == {"512x512x512": 10}
+    entry = extend_campaign(folder, evaluations=5)
+    assert entry["pending"] == ["1024x1024x1024"]
+    if GRANTS:
+        assert entry["grants"] == {"512x512x512": {"evaluations": 5}}
+    else:
+        assert entry["kept"] == ["512x512x512"] and entry["grants"] == {}
+    run_campaign(folder, progress=Silent(), mode="resume")
+    assert _evaluations(folder) == {"512x512x512": 15 if GRANTS else 10, "1024x1024x1024": 15}
+
+
+def test_extend_a_finished_campaign(tmp_path):
+    data = small_config(budget={"evaluations_per_shape": 10}, shapes=["512x512x512", "1024x1024x1024"])
+    data["evaluator"] = {"backend": "simulator"}
+    folder = tmp_path / "c"
+    create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
+    run_campaign(folder, progress=Silent())
+    if not GRANTS:  # every shape has started: nothing would change, and extend says so
+        with pytest.raises(CampaignRefused, match="every shape has started"):
+            extend_campaign(folder, evaluations=5)
+        assert _meta(folder, "extensions") is None and _meta(folder, "config")["budget"]["evaluations_per_shape"] == 10
+        return
+    extend_campaign(folder, evaluations=5)
+    run_campaign(folder, progress=Silent(), mode="resume")
+    assert _evaluations(folder) == {"512x512x512": 15, "1024x1024x1024": 15}
+    from engine_helpers import fingerprint
+    done = fingerprint(folder)
+    run_campaign(folder, progress=Silent(), mode="resume")  # the extended campaign replays as it ran
+    assert fingerprint(folder) == done
+    from evolution.db import CampaignDB
+    from experiments.report import campaign_status
+    with CampaignDB(folder / "campaign.db", readonly=True) as db:
+        assert [s["allocation"] for s in campaign_status(db)["shapes"]] == [15, 15]
+
+
+def test_extend_refuses_what_it_cannot_do(tmp_path):
+    camp = _yaml(tmp_path)
+    folder = tmp_path / "c"
+    from experiments.schema import load_campaign
+    create_campaign(load_campaign(camp), folder)
+    one_line_error(evogemm("extend", str(folder), "--evaluations", "0"), "--evaluations must be at least 1")
+    one_line_error(evogemm("extend", str(folder)), "nothing to extend")
+    one_line_error(evogemm("extend", str(folder), "--wall-seconds", "60"), "budget.wall_seconds is not set")
+    one_line_error(evogemm("extend", str(tmp_path / "nope"), "--evaluations", "3"), "no such campaign folder")
+    assert _meta(folder, "extensions") is None
+
+
+# -- skipped shapes --------------------------------------------------------------------------------------
+
+def test_a_skipped_shape_is_on_the_console_and_in_the_report(tmp_path):
+    camp = _yaml(tmp_path, TINY.replace('"1024x1024x1024"', '"1000x1000x1001"'))
+    folder = tmp_path / "c"
+    proc = evogemm("run", str(camp), "--out", str(folder), "--no-live")
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if "1000x1000x1001: SKIPPED" in x)
+    assert "no template family supports it" in line and "K=1001" in line
+    report = (folder / "report.md").read_text()
+    assert "## Shapes skipped" in report and "**1000x1000x1001**: no template family supports it" in report
+    assert "1 shape(s) skipped" in report
+    # also above a live table
+    buf = StringIO()
+    view = LiveProgress(console=Console(file=buf, force_terminal=True, width=200), live=True)
+    with view:
+        view.update([{"shape": "9x9x9", "status": "done", "evaluations": 0, "budget": None,
+                      "reason": "unsupported (fam: N=9)"}], simulated=True, evaluator="sim")
+    assert "9x9x9: SKIPPED: no template family supports it (fam: N=9)" in buf.getvalue()
+
+
+# -- bad arguments and bad files -----------------------------------------------------------------------------
+
+def test_ablate_with_no_seeds_is_a_clear_error(tmp_path):
+    camp = _yaml(tmp_path)
+    for seeds in ("0", "-1"):
+        one_line_error(evogemm("ablate", str(camp), "--seeds", seeds, "--out", str(tmp_path / "a")),
+                       f"--seeds must be at least 1, got {seeds}")
+    assert not (tmp_path / "a").exists()
+    from experiments.ablation import run_ablation
+    with pytest.raises(ValueError, match="seeds must be a whole number >= 1"):
+        run_ablation(str(camp), seeds=0, out_dir=tmp_path / "b")
+
+
+@pytest.mark.parametrize("content, words", [
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff", ("UTF-8", "binary")),
+    ("name: caf\xe9\n".encode("latin-1"), "UTF-8"),
+    (b"name: x\x00\x01\n", ("binary", "YAML")),
+    (b"{{{ not: yaml ]", "YAML"),
+    (b"just a sentence\n", "mapping"),
+    (b"", "empty"),
+])
+def test_bad_campaign_files_are_named_in_one_line(tmp_path, content, words):
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(content)
+    for command in ("validate", "run", "ablate"):
+        extra = ["--out", str(tmp_path / "o")] if command != "validate" else []
+        one_line_error(evogemm(command, str(bad), *extra), str(bad), words)
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_folder_or_a_bad_suite_is_named(tmp_path):
+    one_line_error(evogemm("validate", str(tmp_path)), str(tmp_path), "is a folder")
+    suite = tmp_path / "suite.yaml"
+    suite.write_bytes(b"\xff\xfe\x00s\x00h")
+    one_line_error(evogemm("bench", "--suite", str(suite), "--backend", "simulator", "--out", str(tmp_path / "b")),
+                   str(suite), "UTF-8")
+
+
+def test_readme_commands_name_files_of_the_repository():
+    """A fresh clone runs the README's commands: every repository path they name exists, and none
+    points outside the repository."""
+    import re
+    readme = (REPO / "README.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)```", readme, re.S)
+    commands = [line for block in blocks for line in block.splitlines() if line.startswith("evogemm")]
+    assert commands
+    for line in commands:
+        for token in line.split("#")[0].split():
+            assert not token.startswith("../"), line
+            if token.startswith(("experiments/", "templates/", "docs/")):
+                assert (REPO / token).exists(), f"README: {token} does not exist ({line})"
+
+
+def test_dependencies_point_one_way():
+    """experiments -> evolution -> (llm_mutators, evaluator) -> templates -> genome: nothing below
+    experiments imports it, and campaign -> progress -> report inside experiments (no circle)."""
+    import ast
+
+    def imports(path: Path) -> set[str]:
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = "." * node.level + (node.module or "")
+                sep = "" if base.endswith(".") else "."
+                found |= {base} | {base + sep + a.name for a in node.names}
+        return found
+
+    for package in ("evolution", "evaluator", "templates", "genome", "llm_mutators"):
+        for path in sorted((REPO / package).rglob("*.py")):
+            bad = sorted(m for m in imports(path) if m == "experiments" or m.startswith("experiments."))
+            assert not bad, f"{path.relative_to(REPO)} imports {bad}"
+    exp = REPO / "experiments"
+    for name, forbidden in (("report", ("campaign", "progress")), ("progress", ("campaign",))):
+        mods = imports(exp / f"{name}.py")
+        for other in forbidden:
+            names = (f".{other}", f"experiments.{other}")
+            assert not any(m in names or m.startswith(tuple(n + "." for n in names)) for m in mods), \
+                f"experiments/{name}.py imports {other}"
+    assert not (REPO / "evolution" / "campaign.py").exists() and (exp / "campaign.py").exists()

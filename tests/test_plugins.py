@@ -1,0 +1,143 @@
+"""Plug-ins from modules outside the package run end to end like built-ins: a template family (a
+copy of sm90_cutlass under another name, with its own template folder) through a simulator
+campaign and a real nvcc build; the documented examples in experiments/plugins/ (operator,
+policy, parent selection, strategy) through campaigns."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from engine_helpers import small_config
+from evolution.plugins import make_plugins
+from experiments.campaign import create_campaign, run_campaign
+from experiments.schema import CampaignError, parse_campaign
+from genome import Genome
+from templates import get_family
+
+FAMILY_MODULE = '''
+"""A user's own template family, in a module outside evogemm."""
+import dataclasses
+from pathlib import Path
+
+from genome import sm90_cutlass_space
+from templates import TemplateFamily, get_family
+
+HERE = Path(__file__).resolve().parent
+
+def _space():
+    return dataclasses.replace(sm90_cutlass_space.make_space(), family="my_sm90")
+
+FAMILY = dataclasses.replace(get_family("sm90_cutlass"), name="my_sm90", make_space=_space,
+                             template_dir=HERE / "my_sm90_template", seeds_dir=None)
+'''
+
+
+class Silent:
+    def update(self, rows, simulated=None, evaluator=None):
+        self.rows = rows
+
+
+@pytest.fixture()
+def user_family(tmp_path, monkeypatch):
+    """A package-less module `my_families` in tmp_path holding family `my_sm90`."""
+    root = tmp_path / "userpkg"
+    root.mkdir()
+    (root / "my_families.py").write_text(textwrap.dedent(FAMILY_MODULE))
+    shutil.copytree(get_family("sm90_cutlass").template_dir, root / "my_sm90_template",
+                    ignore=shutil.ignore_patterns("*.py", "seeds", "__pycache__"))
+    monkeypatch.syspath_prepend(str(root))
+    return "my_families:FAMILY"
+
+
+def campaign(tmp_path: Path, data: dict):
+    config = parse_campaign(data, base_dir=tmp_path)
+    folder = tmp_path / "c"
+    create_campaign(config, folder)
+    return run_campaign(folder, progress=Silent()), folder
+
+
+def rows(folder: Path, sql: str):
+    conn = sqlite3.connect(str(folder / "campaign.db"))
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_family_from_a_users_module_runs_a_simulator_campaign(tmp_path, user_family):
+    data = small_config(shapes=["1024x1024x1024"], families=[user_family], budget={"evaluations_per_shape": 16},
+                        evaluator={"backend": "simulator"})
+    result, folder = campaign(tmp_path, data)
+    state = result.states["1024x1024x1024"]
+    assert state.evaluations == 16 and state.best is not None
+    assert {f for (f,) in rows(folder, "SELECT DISTINCT family FROM genomes")} == {"my_sm90"}
+    ok = rows(folder, "SELECT COUNT(*) FROM evaluations WHERE status='ok'")[0][0]
+    assert ok >= 8   # the simulator modelled the plug-in family through its simulator_model
+
+
+def test_the_plugin_family_renders_from_its_own_template_folder(tmp_path, user_family):
+    plugins = make_plugins([user_family])
+    fam = plugins.families.resolve("my_sm90")
+    assert fam.template_dir.parent.name == "userpkg"
+    (fam.template_dir / fam.template_file).write_text(
+        (fam.template_dir / fam.template_file).read_text().replace("#include", "// my_sm90 plug-in\n#include", 1))
+    from templates import render
+    g = fam.space.sample(__import__("random").Random(0))
+    assert "// my_sm90 plug-in" in render(g, plugins.families).source
+    with pytest.raises(ValueError, match="unknown template family 'my_sm90'"):
+        render(g)                       # without the campaign's registry nobody knows it
+
+
+def test_a_wrong_kind_family_is_refused_by_validation():
+    with pytest.raises(CampaignError) as err:
+        parse_campaign(small_config(families=["os.path:join"]))
+    assert "families" in str(err.value) and "TemplateFamily" in str(err.value)
+
+
+@pytest.mark.nvcc
+def test_a_family_from_a_users_module_builds_with_nvcc(tmp_path, user_family, kernel_cache):
+    from evaluator.compile import Compiler
+    plugins = make_plugins([user_family])
+    space = plugins.families.resolve("my_sm90").space
+    params = dict(space.default_params(), schedule="pingpong", tile_m=64, tile_n=64, tile_k=64)
+    genome = space.validate(Genome.make("my_sm90", params))
+    result = Compiler.default(kernel_cache, families=plugins.families).build(genome)
+    assert result.ok, result.reason
+    assert Path(result.library).exists() and result.spill_bytes == 0
+
+
+def test_example_operator_policy_parents_run_in_a_campaign(tmp_path):
+    data = small_config(
+        shapes=["1024x1024x1024"], evaluator={"backend": "simulator"}, budget={"evaluations_per_shape": 30},
+        operators=[{"name": "param_mutate"}, {"name": "experiments.plugins.example_operator:TileNudge"}],
+        selection={"policy": "experiments.plugins.example_policy:EpsilonGreedy", "params": {"epsilon": 0.3},
+                   "parents": {"name": "experiments.plugins.example_parents:BestTwo"}})
+    result, folder = campaign(tmp_path, data)
+    assert result.states["1024x1024x1024"].evaluations == 30
+    arms = {a for (a,) in rows(folder, "SELECT DISTINCT arm FROM proposals WHERE arm IS NOT NULL")}
+    assert "experiments.plugins.example_operator:TileNudge" in arms
+    ops = {o for (o,) in rows(folder, "SELECT DISTINCT operator FROM proposals")}
+    assert "tile_nudge" in ops
+    (policy,) = {p for (p,) in rows(folder, "SELECT DISTINCT policy FROM policy_log")}
+    assert policy.endswith("EpsilonGreedy")
+
+
+def test_example_policy_refuses_a_bad_parameter():
+    data = small_config(selection={"policy": "experiments.plugins.example_policy:EpsilonGreedy",
+                                   "params": {"epsilon": 3}})
+    with pytest.raises(CampaignError, match="epsilon"):
+        parse_campaign(data)
+
+
+def test_example_strategy_runs_one_per_family(tmp_path):
+    data = small_config(shapes=["1024x1024x1024"], evaluator={"backend": "simulator"},
+                        budget={"evaluations_per_shape": 12},
+                        strategy={"name": "experiments.plugins.example_strategy:HillClimb", "params": {"explore": 0.2}})
+    result, folder = campaign(tmp_path, data)
+    assert result.states["1024x1024x1024"].evaluations == 12
+    assert {o for (o,) in rows(folder, "SELECT DISTINCT operator FROM proposals")} == {"hill_climb"}
