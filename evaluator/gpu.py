@@ -222,14 +222,14 @@ class GpuEvaluator:
     """Evaluator protocol on a real GPU. Options: see OPTIONS."""
 
     OPTIONS = ("cache_dir", "jobs", "gpu", "seed", "timing", "modes", "baselines", "log_dir", "silence_timeout_s",
-               "build_timeout_s")
+               "build_timeout_s", "overlap")
     simulated = False
 
     def __init__(self, cache_dir: "str | Path | None" = None, jobs: "int | None" = None, gpu: int = 0, seed: int = 0,
                  timing: "dict | None" = None, modes: Sequence[str] = ("device",),
                  baselines: Sequence[str] = BASELINES, log_dir: "str | Path | None" = None,
                  silence_timeout_s: float = 60.0, build_timeout_s: float = 600.0,
-                 families: "FamilyRegistry | None" = None):
+                 families: "FamilyRegistry | None" = None, overlap: bool = True):
         self.families = families or family_registry()
         self.compiler = Compiler.default(cache_dir, jobs=jobs, timeout_s=build_timeout_s, families=self.families)
         self.pool = WorkerPool(gpu=gpu, silence_timeout_s=silence_timeout_s,
@@ -240,6 +240,7 @@ class GpuEvaluator:
         self.baseline_names = tuple(baselines)
         self._baselines: dict[str, BaselineSet] = {}
         self.pipeline = BuildRunPipeline(self.compiler, self, self._check)
+        self.overlap = bool(overlap)  # False: build a whole batch, then time it (no prefetch; for comparison)
 
     def describe(self) -> str:
         info = self.pool.info()
@@ -264,7 +265,7 @@ class GpuEvaluator:
 
     def prefetch(self, genomes: Sequence[Genome], problem: "Problem | None" = None) -> int:
         """Start building genomes now (the engine calls this while the GPU times another round)."""
-        return self.pipeline.prefetch(genomes, problem)
+        return self.pipeline.prefetch(genomes, problem) if self.overlap else 0
 
     def stats(self) -> dict:
         """GPU busy seconds (gate + timing in the worker), builds run and their nvcc seconds."""
@@ -315,7 +316,7 @@ class GpuEvaluator:
         """Measure `genomes` on `problem`. During a search, builds stream into the worker as they
         finish (the pipeline); with `with_baselines` (re-verification, bench) every kernel and
         baseline is measured in one interleaved run once all are built."""
-        if builds is None and not with_baselines:
+        if builds is None and not with_baselines and self.overlap:
             return self.pipeline.evaluate(genomes, problem)
         out: dict[str, Measurement] = {}
         to_build = []

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from rich.console import Console
 from rich.table import Table
@@ -113,6 +113,7 @@ def campaign_status(db: CampaignDB) -> dict[str, Any]:
         "verified": _verified_aggregate(shapes),
         "skipped": [{"shape": s["shape"], "reason": skip_reason(s["reason"])} for s in shapes if s["skipped"]],
         "extensions": [_public(e) for e in db.get_meta("extensions") or []],
+        "utilisation": db.get_meta("utilisation"),
         "backend_changes": [_public(e) for e in db.get_meta("backend_changes") or []],
     }
 
@@ -218,7 +219,19 @@ def print_status(status: dict[str, Any], console: "Console | None" = None) -> No
     _footer(status, console, sim)
 
 
+def utilisation_text(u: "Mapping[str, Any] | None") -> "str | None":
+    """'GPU busy 19% of 103 s wall (15.6 s of it while nvcc builds ran); 20 builds, 900 nvcc-s' (last session)."""
+    if not u:
+        return None
+    return (f"GPU busy {100 * u['gpu_busy_fraction']:.0f}% of {u['wall_seconds']:.0f} s wall in the last session "
+            f"({u['gpu_busy_seconds']:.1f} s; {u.get('gpu_seconds_during_builds', 0.0):.1f} s of it while nvcc builds "
+            f"ran); {u.get('builds', 0)} builds, {u.get('build_seconds', 0.0):.0f} nvcc-seconds")
+
+
 def _footer(status: dict[str, Any], console: Console, sim: Any) -> None:
+    util = utilisation_text(status.get("utilisation"))
+    if util:
+        console.print(util, highlight=False, soft_wrap=True)
     if console.width >= 150:  # the narrow layout already gave each skipped shape its line
         for s in status.get("skipped") or []:
             console.print(f"skipped {s['shape']}: {s['reason']}", highlight=False, soft_wrap=True)
@@ -255,6 +268,9 @@ def render_report(status: dict[str, Any]) -> str:
         lines.append(f"- geomean speedup vs best vendor{label}{searched}: {status['geomean_speedup']:.3f}x, "
                      f"{status['wins']} wins of {status['shapes_with_kernel']} shapes with a passing kernel "
                      f"(of {n_all})")
+    util = utilisation_text(status.get("utilisation"))
+    if util:
+        lines.append(f"- {util}")
     skipped = status.get("skipped") or []
     if skipped:
         lines.append(f"- {len(skipped)} shape(s) skipped, no template family supports them: "

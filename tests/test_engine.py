@@ -143,7 +143,7 @@ def test_seed_from_an_earlier_campaign_and_handpicked(tmp_path):
     from_one = [g for op, g, _ in ops if op == "seed_from"]
     hof_one = [e["genome"]["id"] for e in json.loads((tmp_path / "one/hall_of_fame/1024x1024x1024.json").read_text())]
     assert from_one[:3] == hof_one[:3]
-    assert any(op == "handpicked" for op, _, _ in ops)                 # experiments/genomes/*.json that fit
+    assert any(op == "handpicked" for op, _, _ in ops)                 # the family's seed genomes that fit
     # the pool was copied into the database at creation: later changes to "one" cannot change a resume
     conn = sqlite3.connect(str(tmp_path / "two" / "campaign.db"))
     pool = json.loads(conn.execute("SELECT value FROM meta WHERE key='seed_pool'").fetchone()[0])

@@ -23,7 +23,7 @@ def evaluator(tmp_path_factory):
 
 
 def genomes(names):
-    return [Genome.load(REPO / "experiments" / "genomes" / f"{n}.json") for n in names]
+    return [Genome.load(REPO / "templates" / "sm90_cutlass" / "seeds" / f"{n}.json") for n in names]
 
 
 def test_kernels_match_fp32_reference_on_three_shapes(evaluator):

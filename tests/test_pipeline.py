@@ -175,3 +175,11 @@ def test_engine_prefetches_the_next_round_and_records_gpu_utilisation(tmp_path):
     assert 0 < util["gpu_busy_fraction"] <= 1 and util["builds"] == 3
     log = (folder / "campaign.log").read_text()
     assert "GPU busy" in log and "while nvcc builds ran" in log
+
+
+def test_status_and_report_quote_the_gpu_utilisation():
+    from experiments.report import utilisation_text
+    text = utilisation_text({"gpu_busy_fraction": 0.19, "wall_seconds": 103.2, "gpu_busy_seconds": 19.6,
+                             "gpu_seconds_during_builds": 15.6, "builds": 20, "build_seconds": 900.0})
+    assert text.startswith("GPU busy 19% of 103 s wall") and "15.6 s of it while nvcc builds ran" in text
+    assert utilisation_text(None) is None
