@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import inspect
 import re
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -138,41 +138,70 @@ def default_operators() -> list[OperatorSpec]:
     return [OperatorSpec.model_validate(d) for d in default_operator_data()]
 
 
-class ParentSelection(Strict):
-    """How parents are drawn: a built-in (`fitness_novelty`, `uniform`) or a plug-in class with
-    select(candidates, k, rng, space), built with `params`. The older flat form
-    `{fitness_weight: .., novelty_weight: .., temperature: ..}` means fitness_novelty with those
-    params; a plain string is the name."""
+def registered(field: str, registry: str) -> Any:
+    """A field validator: the value names a plug-in of that registry of `evolution.plugins.Plugins`."""
 
-    name: str = "fitness_novelty"
+    def check(cls: Any, value: str, info: ValidationInfo) -> str:
+        resolve(getattr(plugins_of(info), registry), value)
+        return value
+
+    return field_validator(field)(classmethod(check))
+
+
+class NamedPlugin(Strict):
+    """A plug-in named in YAML with its parameters: `{name: ..., params: {...}}`, or the name alone.
+    `REGISTRY` names the registry of `evolution.plugins.Plugins` it resolves in; `check_params`
+    checks the parameters against what it resolved to."""
+
+    REGISTRY: ClassVar[str] = ""
+    name: str
     params: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
-    def _short_forms(cls, data: Any) -> Any:
-        if isinstance(data, str):
-            return {"name": data}
-        if isinstance(data, Mapping) and data and not ({"name", "params"} & set(data)):
-            return {"name": "fitness_novelty", "params": dict(data)}
-        return data
+    def _from_string(cls, data: Any) -> Any:
+        return {"name": data} if isinstance(data, str) else data
 
     @field_validator("name")
     @classmethod
     def _name(cls, name: str, info: ValidationInfo) -> str:
-        resolve(plugins_of(info).parent_selections, name)
+        resolve(getattr(plugins_of(info), cls.REGISTRY), name)
         return name
 
     @field_validator("params")
     @classmethod
     def _params(cls, params: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
         name = info.data.get("name")
-        if name is None:
-            return params
-        factory = resolve(plugins_of(info).parent_selections, name)
+        if name is not None:
+            cls.check_params(resolve(getattr(plugins_of(info), cls.REGISTRY), name), name, params)
+        return params
+
+    @classmethod
+    def check_params(cls, factory: Any, name: str, params: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+
+class ParentSelection(NamedPlugin):
+    """How parents are drawn: a built-in (`fitness_novelty`, `uniform`) or a plug-in class with
+    select(candidates, k, rng, space), built with `params`. The older flat form
+    `{fitness_weight: .., novelty_weight: .., temperature: ..}` means fitness_novelty with those
+    params; a plain string is the name."""
+
+    REGISTRY: ClassVar[str] = "parent_selections"
+    name: str = "fitness_novelty"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_form(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data and not ({"name", "params"} & set(data)):
+            return {"name": "fitness_novelty", "params": dict(data)}
+        return data
+
+    @classmethod
+    def check_params(cls, factory: Any, name: str, params: dict[str, Any]) -> None:
         what = f"parent selection {name!r}"
         guarded(what, lambda: check_params(factory, params, (), what))
         guarded(f"building {what}", lambda: factory(**params))
-        return params
 
 
 class Selection(Strict):
@@ -187,11 +216,7 @@ class Selection(Strict):
     warm_start_weight: float = Field(0.5, ge=0, le=1)
     parents: ParentSelection = Field(default_factory=dict)  # type: ignore[arg-type]  # validated in context
 
-    @field_validator("policy")
-    @classmethod
-    def _policy(cls, name: str, info: ValidationInfo) -> str:
-        resolve(plugins_of(info).policies, name)
-        return name
+    _policy = registered("policy", "policies")
 
     @field_validator("reward")
     @classmethod
@@ -225,31 +250,14 @@ class Selection(Strict):
         return str(path)
 
 
-class StrategySpec(Strict):
+class StrategySpec(NamedPlugin):
+    REGISTRY: ClassVar[str] = "strategies"
     name: str = "evolution"
-    params: dict[str, Any] = Field(default_factory=dict)
 
-    @model_validator(mode="before")
     @classmethod
-    def _from_string(cls, data: Any) -> Any:
-        return {"name": data} if isinstance(data, str) else data
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, name: str, info: ValidationInfo) -> str:
-        resolve(plugins_of(info).strategies, name)
-        return name
-
-    @field_validator("params")
-    @classmethod
-    def _strategy_params(cls, params: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        name = info.data.get("name")
-        if name is None:
-            return params
-        factory = resolve(plugins_of(info).strategies, name)
+    def check_params(cls, factory: Any, name: str, params: dict[str, Any]) -> None:
         from evolution.search import check_strategy_params
         guarded(f"checking search strategy {name!r}", lambda: check_strategy_params(factory, params, name))
-        return params
 
 
 class Provider(Strict):
@@ -260,11 +268,7 @@ class Provider(Strict):
     base_url: "str | None" = None
     api_key_env: "str | None" = None
 
-    @field_validator("kind")
-    @classmethod
-    def _kind(cls, kind: str, info: ValidationInfo) -> str:
-        resolve(plugins_of(info).providers, kind)
-        return kind
+    _kind = registered("kind", "providers")
 
     @field_validator("api_key_env")
     @classmethod

@@ -298,7 +298,7 @@ def test_evaluator_options_a_backend_does_not_take_are_refused(tmp_path):
                     "'jobs'; allowed: calibration, device, noise, seed (line 4)"]
 
 
-@pytest.mark.parametrize("content,why", [
+UNREADABLE_FILES = [  # (content, what the one-line error says); the CLI tests use them too
     (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe", "not a UTF-8 text file"),
     (b"name: x\x00\x00\x01\x02", "a binary file (NUL byte at offset 7)"),
     (b"name: x\nbell: \x07\n", "not a YAML text file"),
@@ -307,7 +307,10 @@ def test_evaluator_options_a_backend_does_not_take_are_refused(tmp_path):
     (b"- 1\n- 2\n", "a campaign is a mapping of keys (name, budget, shapes, ...), got list"),
     (b"{{{ not: [yaml\n", "YAML syntax error"),
     (b"", "the file is empty"),
-])
+]
+
+
+@pytest.mark.parametrize("content,why", UNREADABLE_FILES)
 def test_unreadable_campaign_files_name_the_file(tmp_path, content, why):
     path = tmp_path / "weird.yaml"
     path.write_bytes(content)

@@ -24,6 +24,7 @@ from experiments.campaign import (CampaignEdited, CampaignRefused, NotACampaign,
                                   open_campaign, run_campaign)
 from experiments.progress import LiveProgress
 from experiments.schema import parse_campaign
+from test_campaign_schema import UNREADABLE_FILES
 
 GRANTS = bool(getattr(Engine, "BUDGET_GRANTS", False))  # the engine re-opens started shapes
 
@@ -361,14 +362,7 @@ def test_ablate_with_no_seeds_is_a_clear_error(tmp_path):
         run_ablation(str(camp), seeds=0, out_dir=tmp_path / "b")
 
 
-@pytest.mark.parametrize("content, words", [
-    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff", ("UTF-8", "binary")),
-    ("name: caf\xe9\n".encode("latin-1"), "UTF-8"),
-    (b"name: x\x00\x01\n", ("binary", "YAML")),
-    (b"{{{ not: yaml ]", "YAML"),
-    (b"just a sentence\n", "mapping"),
-    (b"", "empty"),
-])
+@pytest.mark.parametrize("content, words", [UNREADABLE_FILES[i] for i in (0, 1, 3, 6, 4, 7)])
 def test_bad_campaign_files_are_named_in_one_line(tmp_path, content, words):
     bad = tmp_path / "bad.yaml"
     bad.write_bytes(content)
