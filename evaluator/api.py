@@ -57,6 +57,8 @@ class Measurement:
     server: "Timing | None" = None     # one launch after an idle gap, L2 flushed
     call: "Timing | None" = None       # synchronised call latency from Python
     rel_error: "float | None" = None   # worst relative Frobenius error over the gate's seeds; None: not checked
+    acc_error: "float | None" = None   # worst error against the fp32 reference rounded to fp16 (the
+                                       # accumulation bound of the gate); None: not checked
     reason: "str | None" = None
     simulated: bool = False
     build_seconds: float = 0.0

@@ -125,7 +125,7 @@ class Compiler:
     nvcc_seconds: float = field(default=0.0, init=False)
 
     def __post_init__(self) -> None:
-        self.cache_dir = Path(self.cache_dir)
+        self.cache_dir = Path(self.cache_dir).absolute()  # nvcc runs in the build folder: no relative paths
 
     @classmethod
     def default(cls, cache_dir: "str | Path | None" = None, **kwargs) -> "Compiler":
@@ -219,9 +219,12 @@ class Compiler:
         return mine
 
     def pending(self) -> int:
-        """Builds submitted and not finished yet."""
+        """Builds submitted and not finished yet (finished ones are forgotten here: a later submit
+        of the same key is served from the on-disk cache)."""
         with self._lock:
-            return sum(1 for f in self._inflight.values() if not f.done())
+            for key in [k for k, f in self._inflight.items() if f.done()]:
+                del self._inflight[key]
+            return len(self._inflight)
 
     def build_many(self, genomes: Sequence[Genome],
                    progress: "Callable[[int, int, BuildResult], None] | None" = None) -> list[BuildResult]:
@@ -236,6 +239,7 @@ class Compiler:
     def close(self) -> None:
         with self._lock:
             executor, self._executor = self._executor, None
+            self._inflight.clear()
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
 
@@ -271,9 +275,9 @@ class Compiler:
         except subprocess.TimeoutExpired as exc:
             seconds = time.monotonic() - start
             text = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-            log.write_text(" ".join(cmd) + "\n\n" + text)
-            return BuildResult(kernel.genome.id, key, ok=False, seconds=seconds, log=str(log),
-                               reason=f"nvcc timed out after {self.timeout_s:.0f} s")
+            shutil.rmtree(work, ignore_errors=True)  # not cached: a later build may take longer
+            return BuildResult(kernel.genome.id, key, ok=False, seconds=seconds,
+                               reason=f"nvcc timed out after {self.timeout_s:.0f} s: " + first_error(text))
         except OSError as exc:
             raise ToolchainError(f"cannot run nvcc ({self.tools.nvcc}): {exc}") from exc
         seconds = time.monotonic() - start
@@ -344,8 +348,9 @@ def default_jobs() -> int:
 
 
 def _reusable(done: "Future[BuildResult]") -> bool:
-    """A finished shared build may be joined again unless it raised or timed out (not cached)."""
-    if done.exception() is not None:
+    """A finished shared build may be joined again unless it was cancelled, raised or timed out
+    (a timeout is not cached)."""
+    if done.cancelled() or done.exception() is not None:
         return False
     return "timed out" not in (done.result().reason or "")
 

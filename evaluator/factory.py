@@ -117,6 +117,14 @@ def allowed_options(backend: str, registry: "Registry | None" = None) -> "tuple[
     return None
 
 
+def takes_option(backend: str, name: str, registry: "Registry | None" = None) -> bool:
+    """Whether the backend's constructor takes option `name`."""
+    allowed = allowed_options(backend, registry)
+    if allowed is not None:
+        return name in allowed
+    return _takes((registry or evaluator_registry()).resolve(backend), name)
+
+
 def check_options(backend: str, options: "dict[str, Any]", registry: "Registry | None" = None) -> None:
     """Refuse options the backend does not take, naming the allowed ones."""
     allowed = allowed_options(backend, registry)

@@ -27,6 +27,7 @@ from templates import FamilyRegistry, family_registry
 from .api import STATUS_CRASHED, STATUS_INVALID, STATUS_OK, STATUS_TIMEOUT, BaselineSet, Measurement, Timing
 from .compile import BuildResult, Compiler
 from .pipeline import BuildRunPipeline, build_failure
+from .timing_options import check_timing
 
 # MEASURE.md's best vendor: torch.matmul, cuBLASLt heuristic top-1 and cuBLASLt autotuned, each in
 # the TN (W as given) and NN (W^T stored) formulations, all with fp32 compute.
@@ -235,6 +236,7 @@ class GpuEvaluator:
         self.pool = WorkerPool(gpu=gpu, silence_timeout_s=silence_timeout_s,
                                log_dir=Path(log_dir) if log_dir else None)
         self.seed = seed
+        check_timing(dict(timing or {}))  # unknown options and a loosened gate are refused here too
         self.timing = dict(timing or {})
         self.modes = tuple(modes)
         self.baseline_names = tuple(baselines)
@@ -247,8 +249,10 @@ class GpuEvaluator:
         return f"{info.get('device', 'GPU')} ({info.get('sm_count')} SMs, torch {info.get('torch')}, CUDA {info.get('cuda')})"
 
     def _seed_for(self, problem: Problem, ids: Sequence[str]) -> int:
-        """Inputs of a measurement depend on (campaign seed, problem, what is measured), not on
-        call history, so a resumed campaign checks a kernel on the same inputs."""
+        """Inputs of a measurement depend on (campaign seed, problem, and `ids`), not on call
+        history. Kernels pass no ids: every batch of a problem gets the same gate inputs and timing
+        sets, whichever kernels finished building together, so a resumed campaign (or a run with
+        other build times) checks and times a kernel on the same inputs."""
         import hashlib
         blob = json.dumps([self.seed, problem.name, sorted(ids)]).encode()
         return int.from_bytes(hashlib.sha256(blob).digest()[:4], "little") >> 1
@@ -291,7 +295,7 @@ class GpuEvaluator:
                  ) -> "tuple[list[Measurement], MeasureResult | None, float]":
         specs = [{"id": g.id, "lib": b.library, "knobs": list(b.knobs)} for g, b in items]
         base_names = self.baseline_names if with_baselines else ()
-        seed = self._seed_for(problem, [sp["id"] for sp in specs] + list(base_names))
+        seed = self._seed_for(problem, list(base_names))
         result = self.pool.measure(problem, specs, base_names, self.modes, self.timing, seed) \
             if specs or base_names else None
         n = max(1, len(specs))
@@ -307,6 +311,7 @@ class GpuEvaluator:
             out.append(Measurement(
                 gid, problem.name, r.get("status", STATUS_CRASHED), device=_timing(r.get("device")),
                 server=_timing(r.get("server")), call=_timing(r.get("call")), rel_error=r.get("rel_error"),
+                acc_error=r.get("acc_error"),
                 reason=r.get("reason"), build_seconds=b.seconds,
                 gpu_seconds=(result.gpu_seconds / n) if result else 0.0, build_key=b.build_key))
         return out, result, (result.gpu_seconds if result else 0.0)

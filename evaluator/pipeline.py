@@ -72,11 +72,12 @@ class BuildRunPipeline:
         returns how many builds were started or joined. Safe to call from another thread."""
         started = 0
         for g in genomes:
-            if (problem is not None and self.check(g, problem)) or g.id in self._prefetched:
+            if problem is not None and self.check(g, problem):
                 continue
-            future = self.builder.submit(g)
             with self._lock:
-                self._prefetched[g.id] = future
+                if g.id in self._prefetched:
+                    continue
+                self._prefetched[g.id] = self.builder.submit(g)
             started += 1
         return started
 

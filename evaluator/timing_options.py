@@ -15,11 +15,36 @@ TIMING_DEFAULTS = MappingProxyType({
     "max_launches": 2000, "l2_multiple": 3.0, "server_samples": 10, "server_gap_ms": 10.0,
     "call_samples": 30, "autotune_algos": 100, "autotune_iters": 5})
 # Below these a figure does not meet MEASURE.md's protocol (tests may go lower; reports say so).
-PROTOCOL_MINIMUMS = MappingProxyType({"seeds": 2, "repeats": 5, "warmup_s": 1.0, "l2_multiple": 3.0})
+# (the gate's own settings, seeds and tolerance, have hard floors instead: gate_violation)
+PROTOCOL_MINIMUMS = MappingProxyType({"repeats": 5, "warmup_s": 1.0, "l2_multiple": 3.0})
+
+
+def gate_violation(options: "dict | None") -> "tuple[str, str] | None":
+    """(key, why) when `options` would loosen the correctness gate, else None.
+
+    The defaults are the protocol's gate (MEASURE.md, "Correctness gate"): options may make it
+    stricter (a smaller `tolerance`, more `seeds`), never looser. (The accumulation bound of the
+    gate is not an option at all: evaluator/worker_gate.py.)"""
+    options = dict(options or {})
+    tol, seeds = options.get("tolerance"), options.get("seeds")
+    if _number(tol) and tol > TIMING_DEFAULTS["tolerance"]:
+        floor = TIMING_DEFAULTS["tolerance"]
+        return "tolerance", (f"the correctness gate cannot be loosened: tolerance {tol:g} is looser than the "
+                             f"protocol's {floor:g} (it may only be made stricter: <= {floor:g})")
+    if _number(seeds) and seeds < TIMING_DEFAULTS["seeds"]:
+        floor = TIMING_DEFAULTS["seeds"]
+        return "seeds", (f"the correctness gate cannot be loosened: seeds {seeds:g} checks fewer input sets than "
+                         f"the protocol's {floor:g} (it may only be made stricter: >= {floor:g})")
+    return None
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def check_timing(options: "dict | None") -> list[str]:
-    """Raise ValueError for unknown keys or bad values; return the protocol minimums not met."""
+    """Raise ValueError for unknown keys, bad values or a loosened gate; return the protocol
+    minimums of timing that are not met (those only warn: reports say so)."""
     options = dict(options or {})
     unknown = sorted(set(options) - set(TIMING_DEFAULTS))
     if unknown:
@@ -27,6 +52,9 @@ def check_timing(options: "dict | None") -> list[str]:
     for key, value in options.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ValueError(f"timing option {key} must be a non-negative number, got {value!r}")
+    loosened = gate_violation(options)
+    if loosened:
+        raise ValueError(loosened[1])
     return [f"{k}={options[k]} < {v}" for k, v in PROTOCOL_MINIMUMS.items() if k in options and options[k] < v]
 
 

@@ -352,6 +352,8 @@ class SoftmaxPolicyGradient(OperatorPolicy):
         return {"preference": self._h[arm]}
 
 
+POLICY_METHODS = ("choose", "update", "probabilities", "stats", "state_dict", "load_state_dict", "warm_start")
+
 BUILTIN_POLICIES: dict[str, type[OperatorPolicy]] = {
     UniformPolicy.name: UniformPolicy,
     UCBPolicy.name: UCBPolicy,
@@ -363,7 +365,7 @@ BUILTIN_POLICIES: dict[str, type[OperatorPolicy]] = {
 def policy_registry() -> Registry:
     """A fresh registry of the built-in policies (plug-ins: add to it, or name an import path)."""
     return Registry("selection policy", dict(BUILTIN_POLICIES),
-                    check=class_with("choose", "update", "probabilities", "state_dict", "load_state_dict"))
+                    check=class_with(*POLICY_METHODS))
 
 
 def make_policy(name: str, arms: Sequence[str], priors: "Mapping[str, float] | None" = None,
@@ -374,7 +376,7 @@ def make_policy(name: str, arms: Sequence[str], priors: "Mapping[str, float] | N
     if not (isinstance(factory, type) and issubclass(factory, OperatorPolicy)):  # built-ins validate themselves
         check_params(factory, params, ("arms", "priors"), f"selection policy {name!r}")
     policy = factory(arms, priors, **params)
-    for method in ("choose", "update", "probabilities", "stats", "state_dict", "load_state_dict", "warm_start"):
+    for method in POLICY_METHODS:
         if not callable(getattr(policy, method, None)):
             raise ValueError(f"selection policy {name!r} built an object without {method}(): {policy!r}")
     return policy

@@ -16,7 +16,7 @@ a `kill -9` at any moment loses at most the evaluation in flight. Tables:
   proposals(seq, problem, round, island, genome_id, operator, arm, parent_ids, prompt_id,
             response_id, note, meta, tokens, created)
                                 every offspring the strategy asked for, in order (seq is global)
-  evaluations(genome_id, problem, status, device_us, device, server, call, rel_error, reason,
+  evaluations(genome_id, problem, status, device_us, device, server, call, rel_error, acc_error, reason,
               simulated, build_key, build_seconds, gpu_seconds, seconds, seq, session, created)
                                 one row per (genome, problem), never two: a genome measured on a
                                 problem is never measured again
@@ -59,7 +59,7 @@ CREATE TABLE IF NOT EXISTS proposals (
 CREATE INDEX IF NOT EXISTS proposals_problem ON proposals(problem, seq);
 CREATE TABLE IF NOT EXISTS evaluations (
     genome_id TEXT NOT NULL REFERENCES genomes(id), problem TEXT NOT NULL, status TEXT NOT NULL,
-    device_us REAL, device TEXT, server TEXT, call TEXT, rel_error REAL, reason TEXT,
+    device_us REAL, device TEXT, server TEXT, call TEXT, rel_error REAL, acc_error REAL, reason TEXT,
     simulated INTEGER NOT NULL, build_key TEXT, build_seconds REAL NOT NULL DEFAULT 0,
     gpu_seconds REAL NOT NULL DEFAULT 0, seconds REAL NOT NULL DEFAULT 0, seq INTEGER,
     session INTEGER, created REAL NOT NULL, PRIMARY KEY (genome_id, problem));
@@ -107,6 +107,9 @@ class CampaignDB:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
             self.conn.executescript(SCHEMA)
+            columns = {row[1] for row in self.conn.execute("PRAGMA table_info(evaluations)")}
+            if "acc_error" not in columns:  # a database made before the accumulation bound
+                self.conn.execute("ALTER TABLE evaluations ADD COLUMN acc_error REAL")
         self.conn.row_factory = sqlite3.Row
         self.session: "int | None" = None
 
@@ -274,11 +277,11 @@ class CampaignDB:
                 self.conn.execute("UPDATE shapes SET wall_seconds=? WHERE problem=?", (shape_wall, m.problem))
             self.conn.execute(
                 "INSERT INTO evaluations(genome_id, problem, status, device_us, device, server, call, rel_error, "
-                "reason, simulated, build_key, build_seconds, gpu_seconds, seconds, seq, session, created) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "acc_error, reason, simulated, build_key, build_seconds, gpu_seconds, seconds, seq, session, created) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (m.genome_id, m.problem, m.status, m.time_us, _dumps(m.device.to_dict()) if m.device else None,
                  _dumps(m.server.to_dict()) if m.server else None, _dumps(m.call.to_dict()) if m.call else None,
-                 m.rel_error, m.reason, int(bool(m.simulated)), m.build_key, float(m.build_seconds or 0.0),
+                 m.rel_error, m.acc_error, m.reason, int(bool(m.simulated)), m.build_key, float(m.build_seconds or 0.0),
                  float(m.gpu_seconds or 0.0), float(seconds), seq, self.session, time.time()))
             self._touch()
 
@@ -415,7 +418,8 @@ def _proposal(r: sqlite3.Row) -> dict:
 def _measurement(r: sqlite3.Row) -> Measurement:
     return Measurement(
         genome_id=r["genome_id"], problem=r["problem"], status=r["status"], device=_timing(r["device"]),
-        server=_timing(r["server"]), call=_timing(r["call"]), rel_error=r["rel_error"], reason=r["reason"],
-        simulated=bool(r["simulated"]), build_seconds=r["build_seconds"], gpu_seconds=r["gpu_seconds"],
+        server=_timing(r["server"]), call=_timing(r["call"]), rel_error=r["rel_error"],
+        acc_error=r["acc_error"] if "acc_error" in r.keys() else None,
+        reason=r["reason"], simulated=bool(r["simulated"]), build_seconds=r["build_seconds"], gpu_seconds=r["gpu_seconds"],
         build_key=r["build_key"])
 

@@ -13,9 +13,11 @@ proposal of g+1 sees the results of rounds up to g-1; g is told when both are do
 
 As soon as round g+1 is proposed, its new genomes go to the evaluator's `prefetch` (when it has
 one: the GPU evaluator's Builder starts their nvcc builds), so they compile while the GPU times
-round g (the Builder/Runner split of TVM MetaSchedule). The strategy is only touched by one thread
-at a time, and always in this order, so the search is a deterministic function of (campaign
-seed, sequence of measurements); a prefetch changes what is built early, never what is measured.
+round g (the Builder/Runner split of TVM MetaSchedule); round g's own builds are queued first. The
+strategy is only touched by one thread at a time, and always in this order, so the search is a
+deterministic function of (campaign seed, sequence of measurements); a prefetch changes what is
+built early, never what is measured (the GPU evaluator checks and times every kernel of a shape on
+the same inputs, whichever kernels finish building together).
 
 Dedup. A genome already measured on a shape is never measured again: a repeat proposal is told
 the stored measurement and costs no budget. Builds are shared across shapes by the compile cache.
@@ -48,14 +50,12 @@ __all__ = ["Engine", "ShapeState", "derive_seed"]
 class Engine:
     """Runs (or resumes) a campaign whose config and database are given.
 
-    `BUDGET_GRANTS`: started shapes go on by the budget grants of `evogemm extend` (budget.py).
+    Started shapes go on by the budget grants of `evogemm extend` (evolution/budget.py).
 
     `config` is an experiments.schema.CampaignConfig; `evaluator` an Evaluator, or None to build
     one from the config through the evaluator-backend registry (lazily: a fully recorded campaign
     replays without any evaluator). `progress` receives snapshots; `log` is a callable(str).
     """
-
-    BUDGET_GRANTS = True
 
     def __init__(self, config: Any, db: CampaignDB, evaluator: "Evaluator | None" = None,
                  log: "Callable[[str], None] | None" = None, progress: Any = None,
@@ -80,7 +80,8 @@ class Engine:
         self.solved: dict[str, list[Genome]] = {}
         self.policy_states: dict[str, Any] = {}
         self.last_policy_state: Any = None
-        self.spaces: list[SearchSpace] = [self.plugins.families.resolve(name).space for name in config.families]
+        families = {id(f): f for f in (self.plugins.families.resolve(name) for name in config.families)}
+        self.spaces: list[SearchSpace] = [f.space for f in families.values()]  # each family once, in order
         self.warm_state = db.get_meta("warm_start_policy")
         self.handpicked = db.get_meta("handpicked", [])
         self.seed_pool = db.get_meta("seed_pool", {})
@@ -97,17 +98,17 @@ class Engine:
         return self._evaluator
 
     def _make_evaluator(self) -> Evaluator:
-        from evaluator.factory import make_evaluator
+        from evaluator.factory import make_evaluator, takes_option
         cfg = self.config.evaluator
         recorded = self.db.get_meta("resolved_backend")
         backend = recorded or cfg.backend
+        registry = self.plugins.evaluators
         options: dict[str, Any] = dict(cfg.options)
-        options.setdefault("seed", derive_seed(self.seed, "evaluator") % (1 << 31))
-        if backend in ("auto", "simulator"):
-            options.setdefault("noise", cfg.noise)
-        if cfg.timing and backend in ("auto", "gpu"):
-            options.setdefault("timing", dict(cfg.timing))
-        ev = make_evaluator(backend, families=self.plugins.families, registry=self.plugins.evaluators, **options)
+        for key, value in (("seed", derive_seed(self.seed, "evaluator") % (1 << 31)), ("noise", cfg.noise),
+                           ("timing", dict(cfg.timing))):
+            if key not in options and takes_option(backend, key, registry) and (key != "timing" or value):
+                options[key] = value
+        ev = make_evaluator(backend, families=self.plugins.families, registry=registry, **options)
         self.simulated = bool(getattr(ev, "simulated", False))
         resolved = backend if backend not in ("auto",) else ("simulator" if self.simulated else "gpu")
         self.evaluator_description = ev.describe()
@@ -251,14 +252,19 @@ class Engine:
     def _next(self, state: ShapeState, inflight: int, first: bool) -> "tuple[int, str | None]":
         return next_size(state, self.db, self.journal.seq, self.config.population, inflight, first, self.grants)
 
-    def _propose(self, state: ShapeState, n: int) -> list[Offspring]:
-        """Ask the strategy (on the proposal thread), then start building what it proposed."""
-        offspring = state.strategy.ask(n)
+    def _prefetch(self, state: ShapeState, offspring: Sequence[Offspring]) -> None:
+        """Start building the proposals that will need a measurement (when the evaluator builds)."""
         prefetch = getattr(self._evaluator, "prefetch", None)
         if prefetch is not None and offspring:
             todo = self.journal.unmeasured(state, offspring)
             if todo:
                 prefetch(todo, state.problem)
+
+    def _propose(self, state: ShapeState, n: int) -> list[Offspring]:
+        """Ask the strategy (on the proposal thread), then start building what it proposed, behind
+        the builds of the round being evaluated."""
+        offspring = state.strategy.ask(n)
+        self._prefetch(state, offspring)
         return offspring
 
     def _loop(self, state: ShapeState, first: bool = True) -> str:
@@ -268,6 +274,7 @@ class Engine:
         batch = self.journal.record(state, state.strategy.ask(n))
         while batch:
             new = self.journal.new_genomes(state, batch)
+            self._prefetch(state, [off for _, off in batch])  # this round's builds go first in the pool
             future: "Future[list[Offspring]] | None" = None
             pipelined = state.rounds >= 1
             if pipelined:

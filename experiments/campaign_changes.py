@@ -12,7 +12,6 @@ from typing import Any, Sequence
 
 
 from evolution.db import CampaignDB
-from evolution.engine import Engine
 
 from .schema import parse_campaign
 
@@ -64,12 +63,6 @@ def switch_backend(folder: Path, db: CampaignDB, config: Any, backend: str) -> "
 
 # -- extend: raise a budget ----------------------------------------------------------------------------
 
-def _engine_takes_grants() -> bool:
-    """Whether the engine continues a started shape whose budget an extension raised (see
-    `extend_campaign`): it says so with `Engine.BUDGET_GRANTS = True`."""
-    return bool(getattr(Engine, "BUDGET_GRANTS", False))
-
-
 def _split(amount: float, names: Sequence[str], integer: bool) -> dict[str, float]:
     if not names:
         return {}
@@ -87,14 +80,14 @@ def extend_campaign(folder: "str | Path", evaluations: "int | None" = None, wall
     set, `budget.total_evaluations` by N per shape; with only a total, the total by N.
     `wall_seconds` / `gpu_seconds` raise those limits. The database's config and campaign.yaml are
     updated together, and meta "extensions" gets {time, at, changes: {key: [old, new]}, grants,
-    pending, kept, what, config_before}.
+    pending, what, config_before}.
 
     Shapes not started yet take their share of the new budget when they start (the engine fixes a
     shape's allocation then). A started shape keeps its recorded allocation, so that resume replays
     it faithfully; `grants` (shape -> {evaluations|wall_seconds|gpu_seconds: extra}) lists what each
-    started shape may spend in addition, once it has spent its allocation, and only engines with
-    `Engine.BUDGET_GRANTS` apply them (they are recorded only then). An extension that changes
-    nothing for any shape is refused."""
+    started shape may spend in addition, once it has spent its allocation (evolution/budget.py
+    takes them, in order, where the recorded run did). An extension that changes nothing for any
+    shape is refused."""
     asked = {"evaluations": evaluations, "wall_seconds": wall_seconds, "gpu_seconds": gpu_seconds}
     if all(v is None for v in asked.values()):
         raise ValueError("nothing to extend: give --evaluations N, --wall-seconds S and/or --gpu-seconds S")
@@ -132,7 +125,6 @@ def extend_campaign(folder: "str | Path", evaluations: "int | None" = None, wall
         pending = [r["problem"] for r in rows if r["status"] == "pending" and r["allocation"] is None]
         started = [r for r in rows if r["allocation"] is not None]
         grants: dict[str, dict[str, float]] = {}
-        kept: list[str] = []
         raised = {k.split(".", 1)[1] for k in changes}
         for dim, keys in (("evaluations", {"evaluations_per_shape", "total_evaluations"}),
                           ("wall_seconds", {"wall_seconds"}), ("gpu_seconds", {"gpu_seconds"})):
@@ -150,20 +142,12 @@ def extend_campaign(folder: "str | Path", evaluations: "int | None" = None, wall
             for name, amount in extra.items():
                 if amount:
                     grants.setdefault(name, {})[dim] = amount
-        if not _engine_takes_grants():
-            kept, grants = sorted(grants), {}
         if not pending and not grants:
-            if kept:
-                raise CampaignRefused(
-                    f"{folder}: every shape has started, and this version of the engine keeps a started shape's "
-                    "budget as recorded (so that resume replays it exactly); raising the budget would change "
-                    "nothing. Run more as a new campaign seeded from this one (seed_from: "
-                    f"[{folder}]) instead")
             raise CampaignRefused(f"{folder}: no shape would go on with more budget: every shape has finished for "
                                   "another reason than that budget (see `evogemm status`)")
         t, at = now_stamp()
         what = "budget " + ", ".join(f"{k.split('.', 1)[1]} {a} -> {b}" for k, (a, b) in changes.items())
-        entry = {"time": t, "at": at, "changes": changes, "grants": grants, "pending": pending, "kept": kept,
+        entry = {"time": t, "at": at, "changes": changes, "grants": grants, "pending": pending,
                  "what": what, "evaluations_before": db.evaluation_count(), "config_before": stored}
         history = list(db.get_meta("extensions") or []) + [entry]
         db.set_meta({"config": new_config.resolved(), "extensions": history})

@@ -180,9 +180,6 @@ def cmd_extend(args: argparse.Namespace) -> int:
         print(f"shapes not started yet take the new budget: {', '.join(entry['pending'])}")
     for shape, grant in entry["grants"].items():
         print(f"{shape} goes on for " + ", ".join(f"{v:g} more {k.replace('_', ' ')}" for k, v in grant.items()))
-    if entry["kept"]:
-        print("kept at their recorded budget (this engine does not re-open a started shape): "
-              + ", ".join(entry["kept"]))
     print(f"continue with: evogemm resume {folder}")
     return 0
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from genome import Genome, InvalidGenome, Problem
-from templates import family_registry, get_space
+from templates import default_family, family_registry, get_space
 
 
 class CliError(Exception):
@@ -146,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = add_command(sub, "space", "show a template family's search space, its size and its rules")
-    p.add_argument("family", nargs="?", default="sm90_cutlass",
+    p.add_argument("family", nargs="?", default=default_family(),
                    help=f"template family (known: {', '.join(family_registry().names())})")
     p.add_argument("--json", action="store_true", help="also print the space as JSON")
     p.set_defaults(func=cmd_space)

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from evolution.db import CampaignDB
+from evolution.population import rank_key
 
 REPORT_FILE = "report.md"
 SKIPPED_PREFIX = "unsupported"  # the engine's reason for a shape no template family supports
@@ -73,7 +74,7 @@ def campaign_status(db: CampaignDB) -> dict[str, Any]:
         if verified:
             vbs, vms = verified
             ok = [m for m in vms if m.ok]
-            vbest = min(ok, key=lambda m: m.time_us) if ok else None
+            vbest = min(ok, key=lambda m: rank_key(m.time_us, m.genome_id)) if ok else None
             vvendor = vbs.best("device")
             entry["verified"] = {
                 "baselines": {n: t.median_us for n, t in vbs.device.items()},

@@ -49,6 +49,7 @@ import yaml
 from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
 from genome import Problem
+from templates import default_family
 
 from .schema_models import (DEFAULT_OPERATORS, Budget, EvaluatorConfig, LlmConfig, OperatorSpec, ParentSelection,
                             Population, Provider, Selection, StrategySpec, Strict, SuiteRef, default_operator_data,
@@ -75,7 +76,7 @@ class CampaignConfig(Strict):
     output_dir: "str | None" = None
     shapes: "list[ShapeItem] | None" = None
     suite: "SuiteRef | None" = None
-    families: list[str] = Field(default_factory=lambda: ["sm90_cutlass"])
+    families: list[str] = Field(default_factory=lambda: [default_family()])
     budget: Budget
     population: Population = Field(default_factory=Population)
     # sub-models with plug-in names default to plain data, validated with the campaign's registries

@@ -62,40 +62,14 @@ def guarded(what: str, call: Callable[[], Any]) -> Any:
 
 # -- the correctness gate -------------------------------------------------------------------------
 
-def check_gate_settings(timing: Mapping[str, Any]) -> "tuple[str, str] | None":
-    """(key, why) when `timing` would loosen the correctness gate, else None.
-
-    The GPU worker's defaults are the protocol's gate (MEASURE.md, "Correctness gate"): a campaign
-    may make it stricter (a smaller `tolerance`, more `seeds`), never looser."""
-    TIMING_DEFAULTS = _timing_options().TIMING_DEFAULTS
-    tol, tol_floor = timing.get("tolerance"), TIMING_DEFAULTS.get("tolerance")
-    if _number(tol) and tol_floor is not None and tol > tol_floor:
-        return "tolerance", (f"the correctness gate cannot be loosened: tolerance {tol:g} is looser than the "
-                             f"protocol's {tol_floor:g} (a campaign may only make it stricter: <= {tol_floor:g})")
-    seeds, seeds_floor = timing.get("seeds"), TIMING_DEFAULTS.get("seeds")
-    if _number(seeds) and seeds_floor is not None and seeds < seeds_floor:
-        return "seeds", (f"the correctness gate cannot be loosened: seeds {seeds:g} checks fewer input sets than "
-                         f"the protocol's {seeds_floor:g} (a campaign may only make it stricter: >= {seeds_floor:g})")
-    return None
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def check_timing(timing: Any) -> "tuple[str, str] | None":
     """Check evaluator timing options: unknown keys and bad values raise ValueError (the worker's
     own check); a setting that loosens the gate is returned as (key, why)."""
     if not isinstance(timing, Mapping):
         raise ValueError("must be a mapping (key: value) of timing options")
-    _timing_options().check_timing(dict(timing))  # low timing values only warn in reports
-    return check_gate_settings(timing)
-
-
-def _timing_options() -> Any:
-    """The module with the GPU worker's TIMING_DEFAULTS and check_timing (pure Python)."""
-    try:
-        from evaluator import timing_options
-    except ImportError:  # an older layout: everything in the worker module
-        from evaluator import gpu_worker as timing_options
-    return timing_options
+    from evaluator import timing_options
+    loosened = timing_options.gate_violation(dict(timing))
+    if loosened:
+        return loosened
+    timing_options.check_timing(dict(timing))  # low timing values only warn in reports
+    return None

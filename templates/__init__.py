@@ -4,9 +4,10 @@ A family is a `TemplateFamily` (template folder, space, knobs, flags, architectu
 model, seeds); `family_registry()` holds the built-ins and takes plug-ins by import path.
 """
 
-from .family import (COMMON_NVCC_FLAGS, FamilyRegistry, TemplateFamily, builtin_families, family_registry,
-                     get_family, get_space)
+from .family import (COMMON_NVCC_FLAGS, FamilyRegistry, TemplateFamily, builtin_families, default_family,
+                     family_registry, get_family, get_space)
 from .render import RenderedKernel, block_source, render, template_blocks
 
-__all__ = ["COMMON_NVCC_FLAGS", "FamilyRegistry", "TemplateFamily", "builtin_families", "family_registry",
+__all__ = ["COMMON_NVCC_FLAGS", "FamilyRegistry", "TemplateFamily", "builtin_families", "default_family",
+           "family_registry",
            "get_family", "get_space", "RenderedKernel", "block_source", "render", "template_blocks"]

@@ -113,10 +113,13 @@ class FamilyRegistry(Registry[TemplateFamily]):
 
     def __init__(self, families: Iterable[TemplateFamily] = ()):
         super().__init__("template family", {f.name: f for f in families}, check=_check_family)
+        self._aliases: dict[str, TemplateFamily] = {}  # import path -> the family it was added as
 
     def resolve(self, name: str) -> TemplateFamily:
         if isinstance(name, str) and name in self._entries:
             return self._entries[name]
+        if isinstance(name, str) and name in self._aliases:
+            return self._aliases[name]
         if not is_import_path(name):
             return super().resolve(name)  # raises "unknown template family ..."
         obj = load_object(name)
@@ -134,7 +137,10 @@ class FamilyRegistry(Registry[TemplateFamily]):
         return self.resolve(name)
 
     def add(self, name_or_path: str) -> TemplateFamily:
-        """Resolve a built-in name or plug-in path and make its family known by its own name."""
+        """Resolve a built-in name or plug-in path and make its family known by its own name (and
+        the path as an alias of that same object, so naming it twice gives the same family)."""
+        if name_or_path in self._aliases:
+            return self._aliases[name_or_path]
         family = self.resolve(name_or_path)
         known = self._entries.get(family.name)
         if known is None:
@@ -142,6 +148,8 @@ class FamilyRegistry(Registry[TemplateFamily]):
         elif known is not family:
             raise PluginError(f"template family plug-in {name_or_path!r} is named {family.name!r}, "
                               "which another family already uses")
+        if is_import_path(name_or_path):
+            self._aliases[name_or_path] = family
         return family
 
     def create(self, name: str, *args: Any, **kwargs: Any) -> TemplateFamily:  # pragma: no cover - API symmetry
@@ -154,6 +162,11 @@ class FamilyRegistry(Registry[TemplateFamily]):
 def builtin_families() -> list[TemplateFamily]:
     from .sm90_cutlass import FAMILY as SM90
     return [SM90]
+
+
+def default_family() -> str:
+    """The family a campaign or a command uses when none is named: the first built-in."""
+    return builtin_families()[0].name
 
 
 def family_registry(extra: Iterable[str] = ()) -> FamilyRegistry:

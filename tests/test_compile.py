@@ -135,3 +135,14 @@ def test_family_flags_and_architecture_come_from_the_family(tmp_path):
     (call,) = (tmp_path / "fake-nvcc.calls").read_text().splitlines()
     assert "-DEVOGEMM_PLUGIN=1" in call
     compiler.close()
+
+
+def test_a_relative_cache_folder_works(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    compiler = fake_compiler(tmp_path)
+    compiler.cache_dir = Path("rel-cache")
+    compiler.__post_init__()
+    assert compiler.cache_dir.is_absolute()
+    result = compiler.build(SPACE.validate(Genome.make("sm90_cutlass", SMALL)))
+    assert result.ok, result.reason
+    compiler.close()

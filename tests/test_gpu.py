@@ -7,7 +7,7 @@ import pytest
 from genome import Genome, Problem
 from evaluator.api import STATUS_CRASHED, STATUS_INVALID, STATUS_OK, STATUS_TIMEOUT
 
-from planted import base_genome, planted
+from planted import base_genome, fp16_accumulating, planted
 
 pytestmark = pytest.mark.gpu
 REPO = Path(__file__).resolve().parent.parent
@@ -68,6 +68,26 @@ def test_planted_out_of_bounds_write_and_hang_are_caught(evaluator):
     # and the evaluator keeps working afterwards
     [again] = evaluator.evaluate([good], Problem(256, 256, 256))
     assert again.status == STATUS_OK
+
+
+def test_planted_fp16_accumulation_is_refused_at_every_public_shape(evaluator):
+    """MEASURE.md: the gate must refuse fp16 accumulation at every K. The same kernel with its
+    fp32 accumulator passes everywhere (so the bound does not refuse honest kernels)."""
+    from evaluator.worker_gate import accumulation_limit
+    from experiments.schema import load_suite
+    shapes = load_suite(REPO / "experiments" / "suites" / "public.yaml")
+    shapes += [Problem(64, 64, 64), Problem(128, 4096, 64), Problem(4096, 4096, 64)]
+    bad, good = fp16_accumulating(), base_genome()
+    rows = []
+    for problem in shapes:
+        fp16, fp32 = evaluator.evaluate([bad, good], problem)
+        rows.append((problem.name, fp16.status, fp16.reason, fp32.status, fp32.rel_error, fp32.acc_error))
+        print(f"{problem.name:>20} limit {accumulation_limit(problem.k):.3g}  fp16-acc: {fp16.status} "
+              f"({fp16.reason})  fp32-acc: {fp32.status} rel {fp32.rel_error:.3g} acc {fp32.acc_error:.3g}")
+    assert all(r[1] == "wrong" for r in rows), [r for r in rows if r[1] != "wrong"]
+    short_k = [r for r in rows if r[0].endswith("x64") or r[0] == "128x128x128"]
+    assert short_k and all("accumulation below fp32" in r[2] for r in short_k)
+    assert all(r[3] == STATUS_OK for r in rows), [r for r in rows if r[3] != STATUS_OK]
 
 
 def test_short_campaign_runs_on_the_gpu_and_re_verifies(tmp_path):

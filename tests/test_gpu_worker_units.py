@@ -35,9 +35,19 @@ REPO = Path(__file__).resolve().parent.parent
 def test_check_timing_accepts_defaults_and_reports_low_values():
     assert check_timing(None) == []
     assert check_timing(dict(TIMING_DEFAULTS)) == []
-    below = check_timing({"repeats": 3, "seeds": 2, "warmup_s": 0.2})
-    assert below == ["repeats=3 < 5", "warmup_s=0.2 < 1.0"]  # seeds=2 meets its minimum
+    below = check_timing({"repeats": 3, "seeds": 4, "warmup_s": 0.2})
+    assert below == ["repeats=3 < 5", "warmup_s=0.2 < 1.0"]  # more seeds: a stricter gate
     assert set(PROTOCOL_MINIMUMS) <= set(TIMING_DEFAULTS)
+
+
+@pytest.mark.parametrize("options, key", [({"seeds": 2}, "seeds"), ({"tolerance": 0.5}, "tolerance"),
+                                          ({"tolerance": 1.0000001e-3}, "tolerance")])
+def test_the_gate_cannot_be_loosened_by_timing_options(options, key):
+    from evaluator.timing_options import gate_violation
+    assert gate_violation(options)[0] == key
+    with pytest.raises(ValueError, match="correctness gate cannot be loosened"):
+        check_timing(options)
+    assert gate_violation({"tolerance": 5e-4, "seeds": 5}) is None   # stricter is fine
 
 
 @pytest.mark.parametrize("options, message", [
@@ -499,3 +509,65 @@ def test_worker_process_speaks_the_protocol_on_this_machine():
         assert proc.returncode == 3, proc.stderr
         assert len(msgs) == 1 and msgs[0]["type"] == "fatal" and "worker start failed" in msgs[0]["error"]
 
+
+
+# -- the accumulation bound of the gate ---------------------------------------------------------------
+
+def _simulated_outputs(m: int, n: int, k: int, seed: int = 0):
+    """(fp32 reference, fp16-rounded reference, output of an fp32-accumulating kernel, output of an
+    fp16-accumulating kernel), both kernels summing MMA-sized K blocks of 16, like a tensor core."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    w = rng.standard_normal((n, k)).astype(np.float16)
+    ref = a.astype(np.float64) @ w.astype(np.float64).T
+    acc32 = np.zeros((m, n), np.float32)
+    acc16 = np.zeros((m, n), np.float16)
+    for k0 in range(0, k, 16):
+        part = a[:, k0:k0 + 16].astype(np.float32) @ w[:, k0:k0 + 16].astype(np.float32).T
+        acc32 = acc32 + part
+        acc16 = (acc16.astype(np.float32) + part).astype(np.float16)
+    as64 = lambda x: x.astype(np.float16).astype(np.float64)  # noqa: E731
+    return ref, as64(ref), as64(acc32), acc16.astype(np.float64)
+
+
+@pytest.mark.parametrize("shape", [(64, 64, 64), (128, 128, 128), (96, 256, 256), (64, 64, 1024)])
+def test_accumulation_bound_refuses_fp16_accumulation_that_the_old_bound_passed(shape):
+    import numpy as np
+
+    from evaluator.worker_gate import ACC_FLOOR, accumulation_limit, judge
+    rel = lambda x, r: float(np.linalg.norm(x - r) / np.linalg.norm(r))  # noqa: E731
+    ref, ref16, fp32_kernel, fp16_kernel = _simulated_outputs(*shape)
+    vendor_acc = rel(fp32_kernel, ref16)           # the vendor accumulates in fp32 too
+    limit = accumulation_limit(shape[2])
+    assert ACC_FLOOR <= limit
+    # an fp32-accumulating kernel passes both bounds, by a wide margin
+    assert judge(rel(fp32_kernel, ref), rel(fp32_kernel, ref16), 1e-3, limit, vendor_acc) is None
+    assert rel(fp32_kernel, ref16) < ACC_FLOOR / 2
+    # the fp16-accumulating one passes the old fixed bound at short K, but not the accumulation bound
+    if shape[2] <= 256:
+        assert rel(fp16_kernel, ref) < 1e-3
+    why = judge(rel(fp16_kernel, ref), rel(fp16_kernel, ref16), 1e-3, limit, vendor_acc)
+    assert why is not None and ("accumulation below fp32" in why or "relative error" in why)
+    assert rel(fp16_kernel, ref16) > 2 * limit
+
+
+def test_accumulation_limit_follows_k_not_the_vendor_and_baselines_are_held_to_the_tolerance_only():
+    from evaluator.worker_gate import ACC_FLOOR, accumulation_limit, judge
+    assert accumulation_limit(64) == ACC_FLOOR
+    # the lines measured on an H200: fp32 accumulation ~9e-7 sqrt(K), fp16 accumulation ~5e-5 sqrt(K)
+    for k in (64, 1024, 4096, 16384, 28672):
+        assert accumulation_limit(k) >= 4 * 9e-7 * k ** 0.5 * 0.95
+        assert accumulation_limit(k) <= 5e-5 * k ** 0.5 / 8
+    lim = accumulation_limit(64)
+    assert judge(2e-4, 3e-4, 1e-3, lim, 2e-4) is not None
+    assert judge(2e-4, 3e-4, 1e-3, lim, 2e-4, enforce_acc=False) is None
+    assert "relative error" in judge(2e-3, 0.0, 1e-3, lim, 0.0, enforce_acc=False)
+
+
+def test_the_accumulation_bound_is_not_a_timing_option():
+    from evaluator.timing_options import TIMING_DEFAULTS, check_timing
+    for key in ("acc_floor", "acc_cap", "acc_factor"):
+        assert key not in TIMING_DEFAULTS
+        with pytest.raises(ValueError, match="unknown timing option"):
+            check_timing({key: 1.0})

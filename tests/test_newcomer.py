@@ -19,14 +19,12 @@ from rich.console import Console
 
 from engine_helpers import REPO, cli_env, small_config
 from evaluator.factory import NoGpuError
-from evolution.engine import Engine
 from experiments.campaign import (CampaignEdited, CampaignRefused, NotACampaign, create_campaign, extend_campaign,
                                   open_campaign, run_campaign)
 from experiments.progress import LiveProgress
 from experiments.schema import parse_campaign
 from test_campaign_schema import UNREADABLE_FILES
 
-GRANTS = bool(getattr(Engine, "BUDGET_GRANTS", False))  # the engine re-opens started shapes
 
 
 class NoGpu:
@@ -284,12 +282,9 @@ def test_extend_an_interrupted_campaign(tmp_path):
     assert _evaluations(folder) == {"512x512x512": 10}
     entry = extend_campaign(folder, evaluations=5)
     assert entry["pending"] == ["1024x1024x1024"]
-    if GRANTS:
-        assert entry["grants"] == {"512x512x512": {"evaluations": 5}}
-    else:
-        assert entry["kept"] == ["512x512x512"] and entry["grants"] == {}
+    assert entry["grants"] == {"512x512x512": {"evaluations": 5}}
     run_campaign(folder, progress=Silent(), mode="resume")
-    assert _evaluations(folder) == {"512x512x512": 15 if GRANTS else 10, "1024x1024x1024": 15}
+    assert _evaluations(folder) == {"512x512x512": 15, "1024x1024x1024": 15}
 
 
 def test_extend_a_finished_campaign(tmp_path):
@@ -298,11 +293,6 @@ def test_extend_a_finished_campaign(tmp_path):
     folder = tmp_path / "c"
     create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
     run_campaign(folder, progress=Silent())
-    if not GRANTS:  # every shape has started: nothing would change, and extend says so
-        with pytest.raises(CampaignRefused, match="every shape has started"):
-            extend_campaign(folder, evaluations=5)
-        assert _meta(folder, "extensions") is None and _meta(folder, "config")["budget"]["evaluations_per_shape"] == 10
-        return
     extend_campaign(folder, evaluations=5)
     run_campaign(folder, progress=Silent(), mode="resume")
     assert _evaluations(folder) == {"512x512x512": 15, "1024x1024x1024": 15}

@@ -140,7 +140,7 @@ def test_engine_prefetches_the_next_round_and_records_gpu_utilisation(tmp_path):
             self.busy = 0.0
 
         def prefetch(self, genomes, problem=None):
-            self.prefetched += [g.id for g in genomes]
+            self.prefetched += [(g.id, len(self.calls)) for g in genomes]  # with how many were evaluated by then
             return len(genomes)
 
         def evaluate(self, genomes, problem):
@@ -159,13 +159,23 @@ def test_engine_prefetches_the_next_round_and_records_gpu_utilisation(tmp_path):
                             base_dir=tmp_path)
     folder = tmp_path / "c"
     create_campaign(config, folder)
-    ev = Recording(seed=7)
+    ev = Recording(seed=7, delay=0.02)   # each evaluation takes a while, like the GPU
     run_campaign(folder, evaluator=ev, progress=Silent())
     evaluated = [gid for gid, _ in ev.calls]
     assert ev.prefetched, "the engine never prefetched"
-    assert set(ev.prefetched) <= set(evaluated)                 # only what is then measured
-    first_round = set(evaluated[:12])
-    assert not (set(ev.prefetched) & first_round)                # rounds after the first, before they run
+    first = {gid: at for gid, at in reversed(ev.prefetched)}
+    assert set(first) == set(evaluated)                            # everything measured was built first
+    assert all(first[gid] <= evaluated.index(gid) for gid in evaluated)
+    conn = sqlite3.connect(str(folder / "campaign.db"))
+    try:
+        round_of = dict(conn.execute("SELECT genome_id, round FROM proposals").fetchall())
+    finally:
+        conn.close()
+    start = {}
+    for i, gid in enumerate(evaluated):
+        start.setdefault(round_of[gid], i)
+    ahead = [gid for gid in evaluated if first[gid] < start[round_of[gid]]]
+    assert {round_of[g] for g in ahead} >= {2, 3}, "later rounds were not built while the round before was timed"
     conn = sqlite3.connect(str(folder / "campaign.db"))
     try:
         (raw,) = conn.execute("SELECT value FROM meta WHERE key='utilisation'").fetchone()

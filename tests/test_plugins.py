@@ -141,3 +141,11 @@ def test_example_strategy_runs_one_per_family(tmp_path):
     result, folder = campaign(tmp_path, data)
     assert result.states["1024x1024x1024"].evaluations == 12
     assert {o for (o,) in rows(folder, "SELECT DISTINCT operator FROM proposals")} == {"hill_climb"}
+
+
+def test_a_plugin_family_named_twice_is_one_family(user_family):
+    plugins = make_plugins([user_family, user_family])
+    assert plugins.families.resolve(user_family) is plugins.families.resolve("my_sm90")
+    data = small_config(families=[user_family, "my_sm90"])
+    config = parse_campaign(data)
+    assert config.families == [user_family, "my_sm90"]
