@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from genome import Genome, InvalidGenome, Problem
-from templates import default_family, family_registry, get_space
+from templates import default_family, family_registry, get_family, get_space
 
 
 class CliError(Exception):
@@ -34,10 +34,16 @@ def _load_genome(path: str) -> Genome:
 
 def cmd_space(args: argparse.Namespace) -> int:
     try:
-        space = get_space(args.family)
+        family = get_family(args.family)
     except ValueError as exc:
         raise CliError(str(exc)) from exc
+    space = family.space
     print(space.describe())
+    facts = family.describe()
+    print(f"\ntemplate: {facts['template']}\nbuilt for: {facts['arch']} (compute capability "
+          f"{facts['min_compute_capability']}), nvcc {' '.join(facts['nvcc_flags'])}\n"
+          f"simulator model: {facts['simulator_model'] or 'none (the simulator reports its genomes unsupported)'}"
+          f"\nseed genomes: {facts['seeds']}")
     compile_valid = space.valid_size("compile")
     # Runtime settings depend only on a few compile-time choices (the scheduler): count them on one
     # representative build per distinct compile-time signature of the runtime rules.
@@ -189,6 +195,9 @@ def main(argv: "Sequence[str] | None" = None) -> int:
     expected = expected_errors()
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:  # the reader went away (`evogemm space | head`): nothing is wrong
+        sys.stderr.close()
+        return 0
     except expected as exc:
         if os.environ.get("EVOGEMM_DEBUG") and not isinstance(exc, CliError):
             raise

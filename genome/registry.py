@@ -61,7 +61,7 @@ def class_with(*methods: str) -> Callable[[Any], "str | None"]:
 
     def check(obj: Any) -> "str | None":
         if not inspect.isclass(obj):
-            return f"is {describe_object(obj)}, not a class with {', '.join(methods)}()"
+            return f"is {describe_object(obj)}, not a class with {', '.join(m + '()' for m in methods)}"
         missing = [m for m in methods if not callable(getattr(obj, m, None))]
         if missing:
             return f"class {obj.__name__} has no {', '.join(m + '()' for m in missing)}"

@@ -69,7 +69,7 @@ def test_wrong_kind_is_refused_by_parse_campaign_too():
     with pytest.raises(CampaignError) as info:
         parse_campaign(data)
     assert info.value.errors == ["strategy.name: 'os.path:join' is not allowed: search strategy plug-in "
-                                 "'os.path:join' is a function, not a class with ask, tell()"]
+                                 "'os.path:join' is a function, not a class with ask(), tell()"]
 
 
 def test_unknown_names_list_the_registry(tmp_path):
