@@ -149,3 +149,63 @@ def test_a_plugin_family_named_twice_is_one_family(user_family):
     data = small_config(families=[user_family, "my_sm90"])
     config = parse_campaign(data)
     assert config.families == [user_family, "my_sm90"]
+
+
+USER_OPERATOR_AND_POLICY = '''
+"""A user's own operator and selection policy, in a module outside evogemm."""
+import random
+
+from evolution.policy_base import OperatorPolicy
+from genome import Offspring
+
+
+class Swap:
+    """Swap the two schedules (a one-parameter operator)."""
+    arity = 1
+
+    def __init__(self, name="swap"):
+        self.name = name
+
+    def __call__(self, parents, ctx):
+        p = parents[0]
+        params = p.param_dict
+        params["schedule"] = "pingpong" if params["schedule"] == "cooperative" else "cooperative"
+        child = ctx.space.repair(type(p).make(p.family, params, p.patches), ctx.rng)
+        return [Offspring(child, self.name, (p.id,), note="swapped the schedule")]
+
+
+class FirstArmMostly(OperatorPolicy):
+    """Picks the first arm with probability `share`, the others uniformly."""
+    name = "first_arm_mostly"
+    PARAMS = {"share": 0.7}
+
+    def probabilities(self):
+        rest = (1 - self.params["share"]) / max(1, len(self.arms) - 1)
+        return {a: (self.params["share"] if i == 0 else rest) for i, a in enumerate(self.arms)}
+
+    def _select(self, rng: random.Random):
+        probs = self.probabilities()
+        x, acc = rng.random(), 0.0
+        for arm in self.arms:
+            acc += probs[arm]
+            if x < acc:
+                return arm
+        return self.arms[-1]
+'''
+
+
+def test_an_operator_and_a_policy_from_a_users_module_run_a_campaign(tmp_path, monkeypatch):
+    root = tmp_path / "userpkg2"
+    root.mkdir()
+    (root / "my_search.py").write_text(textwrap.dedent(USER_OPERATOR_AND_POLICY))
+    monkeypatch.syspath_prepend(str(root))
+    data = small_config(shapes=["1024x1024x1024"], evaluator={"backend": "simulator"},
+                        budget={"evaluations_per_shape": 30},
+                        operators=[{"name": "my_search:Swap"}, {"name": "param_mutate"}],
+                        selection={"policy": "my_search:FirstArmMostly", "params": {"share": 0.8}})
+    result, folder = campaign(tmp_path, data)
+    assert result.states["1024x1024x1024"].evaluations == 30
+    ops = [o for (o,) in rows(folder, "SELECT operator FROM proposals WHERE arm IS NOT NULL")]
+    assert ops.count("swap") > ops.count("param_mutate")            # the user's policy chose the arms
+    (policy,) = {p for (p,) in rows(folder, "SELECT DISTINCT policy FROM policy_log")}
+    assert policy == "my_search:FirstArmMostly"
