@@ -40,7 +40,7 @@ def gpu_available(families: "Iterable[Any] | None" = None) -> "tuple[bool, str]"
         err, major = driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0)
         err2, minor = driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0)
         if err == driver.CUresult.CUDA_SUCCESS and err2 == driver.CUresult.CUDA_SUCCESS:
-            fams = list(families) if families is not None else list(family_registry()._entries.values())
+            fams = list(families) if families is not None else _families_of(None)
             refusals = [why for why in (f.supports_device(major, minor) for f in fams) if why]
             if fams and len(refusals) == len(fams):
                 return False, "; ".join(refusals)
