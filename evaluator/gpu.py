@@ -271,6 +271,10 @@ class GpuEvaluator:
         """Start building genomes now (the engine calls this while the GPU times another round)."""
         return self.pipeline.prefetch(genomes, problem) if self.overlap else 0
 
+    def device_facts(self) -> dict:
+        """Facts of the GPU the bench's roofline needs: measured copy bandwidth (TB/s)."""
+        return {"hbm_tbps": self.pool.info().get("hbm_tbps"), "hbm_source": "copy bandwidth measured on this GPU"}
+
     def stats(self) -> dict:
         """GPU busy seconds (gate + timing in the worker), builds run and their nvcc seconds."""
         return {**self.pipeline.stats.to_dict(), "builds": self.compiler.nvcc_runs,

@@ -56,6 +56,28 @@ __all__ = ["CANARY_ELEMS", "CANARY_FP16", "NAN_FP16", "PROTOCOL_MINIMUMS", "STAT
            "check_timing", "main", "make_set", "poison", "reference", "serve", "summary"]
 
 
+def copy_bandwidth_tbps(torch, nbytes: int = 1 << 30, repeats: int = 5) -> "float | None":
+    """Device-to-device copy bandwidth (bytes read + written per second, TB/s): the best of a few
+    copies of a buffer far larger than L2. The roofline of memory-bound shapes (MEASURE.md)."""
+    try:
+        src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+        dst = torch.empty_like(src)
+        dst.copy_(src)
+        best = float("inf")
+        for _ in range(repeats):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            dst.copy_(src)
+            end.record()
+            end.synchronize()
+            best = min(best, start.elapsed_time(end))
+        del src, dst
+        torch.cuda.empty_cache()
+        return round(2 * nbytes / (best * 1e-3) / 1e12, 3)
+    except Exception:  # no memory to spare: the bench then uses its documented default
+        return None
+
+
 class Worker:
     def __init__(self, proto) -> None:
         import torch
@@ -71,6 +93,7 @@ class Worker:
         self.sm_count = props.multi_processor_count
         self.kernels: dict[str, EvoKernel] = {}
         self.flush_buf = torch.empty(max(2 * self.l2_bytes, 256 << 20), dtype=torch.uint8, device="cuda")
+        self.hbm_tbps = copy_bandwidth_tbps(torch)
         self._lt = None  # cublaslt.LtHandle, made on first use, destroyed by close()
 
     # -- protocol ------------------------------------------------------------------------------
@@ -84,7 +107,7 @@ class Worker:
     # -- the device ----------------------------------------------------------------------------
     def info(self) -> dict:
         return {"device": self.device_name, "sm_count": self.sm_count, "l2_bytes": self.l2_bytes,
-                "torch": self.torch.__version__, "cuda": self.torch.version.cuda}
+                "torch": self.torch.__version__, "cuda": self.torch.version.cuda, "hbm_tbps": self.hbm_tbps}
 
     def clocks(self) -> dict:
         """SM clock, power and temperature now (NVML), to show throttling beside the figures."""

@@ -200,6 +200,11 @@ class SimulatedEvaluator:
     def baselines(self, problem: Problem) -> BaselineSet:
         return simulate_baselines(problem, self.params, self.device)
 
+    def device_facts(self) -> dict:
+        """The simulated device's copy bandwidth (the measured figure it is calibrated with)."""
+        return {"hbm_tbps": self.device.hbm_tbps,
+                "hbm_source": f"the simulated {self.device.name}'s copy bandwidth (measured, MEASURE.md)"}
+
     def predict_us(self, genome: Genome, problem: "Problem | str") -> float:
         """Noise-free model time of a valid genome."""
         return simulate_time_us(genome, problem, self.params, self.device, families=self.models)

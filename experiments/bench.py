@@ -10,24 +10,21 @@ figures come from the analytic simulator and every output says "simulated".
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
 import json
-import math
 import platform
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
-
 
 from genome import Genome, Problem
 from templates import get_space
 
-from evaluator.api import BaselineSet, Measurement
+from .bench_report import ShapeResult, write_outputs
 
-DEFAULT_CEILING_TFLOPS = 790.0  # measured dense fp16/bf16 rate through PyTorch on the H200 (MEASURE.md)
+DEFAULT_PEAK_TFLOPS = 989.0  # dense fp16 tensor peak of the H100/H200 (datasheet; MEASURE.md's roofline)
+DEFAULT_HBM_TBPS = 4.3       # H200 copy bandwidth measured in MEASURE.md (used when the worker did not measure)
 
 
 class BenchError(ValueError):
@@ -123,51 +120,6 @@ def _genomes_in(path: Path) -> list[Genome]:
     return found
 
 
-# -- results ----------------------------------------------------------------------------------------
-
-@dataclass
-class ShapeResult:
-    problem: Problem
-    baselines: BaselineSet
-    measurements: list[tuple[Genome, Measurement]] = field(default_factory=list)
-
-    def best(self) -> "tuple[Genome, Measurement] | None":
-        ok = [(g, m) for g, m in self.measurements if m.ok]
-        return min(ok, key=lambda gm: gm[1].time_us) if ok else None
-
-    def speedups(self) -> dict[str, float]:
-        best = self.best()
-        if not best:
-            return {}
-        t = best[1].time_us
-        out = {name: timing.median_us / t for name, timing in self.baselines.device.items()}
-        if self.baselines.best_vendor_us:
-            out["best_vendor"] = self.baselines.best_vendor_us / t
-        if self.baselines.torch_us():
-            out["torch"] = self.baselines.torch_us() / t
-        return out
-
-
-def geomean(xs: Sequence[float]) -> float:
-    xs = [x for x in xs if x and x > 0]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
-
-
-def aggregate(results: Sequence[ShapeResult], against: str = "best_vendor") -> dict:
-    """Geomean / mean / wins / worst over the shapes where some kernel passed; `missing` names the
-    shapes where none did (a caller would fall back to the vendor library there)."""
-    pairs = [(r.problem.name, r.speedups().get(against)) for r in results]
-    missing = [n for n, s in pairs if not s]
-    pairs = [(n, s) for n, s in pairs if s]
-    if not pairs:
-        return {"against": against, "shapes": 0, "of": len(results), "missing": missing}
-    values = [s for _, s in pairs]
-    worst = min(pairs, key=lambda p: p[1])
-    return {"against": against, "shapes": len(pairs), "of": len(results), "missing": missing,
-            "geomean": geomean(values), "mean": sum(values) / len(values), "wins": sum(1 for v in values if v > 1.0),
-            "worst": worst[1], "worst_shape": worst[0], "best": max(values)}
-
-
 # -- running ---------------------------------------------------------------------------------------
 
 def run_bench(problems: Sequence[Problem], kernels: Sequence[Genome], evaluator, progress=print) -> list[ShapeResult]:
@@ -198,125 +150,6 @@ def run_bench(problems: Sequence[Problem], kernels: Sequence[Genome], evaluator,
             msg += f", best kernel {best[1].time_us:.1f} us ({result.speedups().get('best_vendor', float('nan')):.3f}x)"
         progress(msg + f" [{time.monotonic() - start:.0f} s]")
     return results
-
-
-# -- output ----------------------------------------------------------------------------------------
-
-def _fmt(x: "float | None", spec: str = ".1f") -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
-
-
-def _clock_note(bs: BaselineSet) -> str:
-    """SM clock before -> after the timing rounds (NVML), to make throttling visible."""
-    try:
-        clocks = json.loads(bs.notes.get("clocks", "{}"))
-        return f"{clocks['before_timing']['sm_mhz']}->{clocks['after_timing']['sm_mhz']}"
-    except (KeyError, TypeError, ValueError):
-        return "-"
-
-
-def render_markdown(results: Sequence[ShapeResult], meta: dict, ceiling: float) -> str:
-    sim = " (SIMULATED: analytic model, no GPU)" if meta.get("simulated") else ""
-    names = sorted({n for r in results for n in r.baselines.device})
-    lines = [f"# evogemm bench{sim}", "",
-             f"- date: {meta['date']}", f"- device: {meta['device']}", f"- command: `{meta['command']}`",
-             f"- kernels: {meta['n_kernels']}; shapes: {len(results)}; timing: {meta['timing_note']}",
-             *([f"- WARNING: timing below MEASURE.md's protocol ({', '.join(meta['below_protocol'])}); "
-                "indicative only"] if meta.get("below_protocol") else []), "",
-             "Device time in microseconds (CUDA-graph replay, rotated inputs, median of repeats; spread = "
-             "(max-min)/median). Speedup = baseline time / best kernel time.", ""]
-    head = ["shape"] + names + ["best vendor", "best kernel", "spread", "TFLOP/s", "% ceiling", "vs torch",
-                                "vs best vendor", "kernel", "SM MHz"]
-    lines.append("| " + " | ".join(head) + " |")
-    lines.append("|" + "---|" * len(head))
-    for r in results:
-        best = r.best()
-        sp = r.speedups()
-        row = [r.problem.name] + [_fmt(r.baselines.device[n].median_us) if n in r.baselines.device else "-" for n in names]
-        row.append(_fmt(r.baselines.best_vendor_us))
-        if best:
-            g, m = best
-            tf = m.tflops(r.problem)
-            row += [_fmt(m.time_us), _fmt(m.device.spread, ".1%"), _fmt(tf), _fmt(100 * tf / ceiling, ".0f"),
-                    _fmt(sp.get("torch"), ".3f"), _fmt(sp.get("best_vendor"), ".3f"), g.id[:8]]
-        else:
-            row += ["-"] * 7
-        row.append(_clock_note(r.baselines))
-        lines.append("| " + " | ".join(row) + " |")
-    lines.append("")
-    for against in ("best_vendor", "torch"):
-        a = aggregate(results, against)
-        if a.get("shapes"):
-            lines.append(f"- vs {against}: geomean {a['geomean']:.3f}x, arithmetic mean {a['mean']:.3f}x, "
-                         f"wins {a['wins']}/{a['shapes']}, worst {a['worst']:.3f}x ({a['worst_shape']}), "
-                         f"best {a['best']:.3f}x"
-                         + (f"; over {a['shapes']} of {a['of']} shapes, no passing kernel for "
-                            f"{', '.join(a['missing'])}" if a["missing"] else ""))
-    if meta.get("simulated"):
-        lines.append("- SIMULATED: no kernel ran and no output was checked; times are the analytic model's")
-        return "\n".join(lines) + "\n"
-    errs = {}
-    for r in results:
-        for n, e in r.baselines.rel_error.items():
-            errs[n] = max(errs.get(n, 0.0), e)
-    if errs:
-        lines.append("- correctness gate, worst relative error of each baseline: " +
-                     ", ".join(f"{n} {e:.2e}" for n, e in sorted(errs.items())))
-    kerrs = [m.rel_error for r in results for _, m in r.measurements if m.ok and m.rel_error is not None]
-    if kerrs:
-        lines.append(f"- correctness gate, kernels: worst relative error {max(kerrs):.2e} over {len(kerrs)} passing runs")
-    fails: dict[str, int] = {}
-    for r in results:
-        for _, m in r.measurements:
-            if not m.ok:
-                fails[m.status] = fails.get(m.status, 0) + 1
-    if fails:
-        lines.append("- kernel runs not timed: " + ", ".join(f"{k} {v}" for k, v in sorted(fails.items())))
-    other = [(r.problem.name, mode, getattr(r.baselines, mode)) for r in results for mode in ("server", "call")
-             if getattr(r.baselines, mode)]
-    if other:
-        lines += ["", "Server mode (idle gap, L2 flushed, one launch) and call latency (synchronised Python call), "
-                  "median us: best kernel / best vendor", "", "| shape | server kernel | server vendor | call kernel | call vendor |",
-                  "|---|---|---|---|---|"]
-        for r in results:
-            best = r.best()
-            sv = r.baselines.best("server")
-            cv = r.baselines.best("call")
-            row = [r.problem.name,
-                   _fmt(best[1].server.median_us) if best and best[1].server else "-", _fmt(sv[1]) if sv else "-",
-                   _fmt(best[1].call.median_us) if best and best[1].call else "-", _fmt(cv[1]) if cv else "-"]
-            lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def write_outputs(results: Sequence[ShapeResult], out: Path, meta: dict, ceiling: float) -> dict[str, Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    data = {"meta": meta, "aggregate": {a: aggregate(results, a) for a in ("best_vendor", "torch")},
-            "shapes": [{"problem": r.problem.name, "baselines": r.baselines.to_dict(),
-                        "best": r.best()[0].id if r.best() else None, "speedups": r.speedups(),
-                        "kernels": [{"genome": g.to_dict(), "measurement": m.to_dict()} for g, m in r.measurements]}
-                       for r in results]}
-    paths = {"json": out / "bench.json", "csv": out / "bench.csv", "md": out / "bench.md"}
-    paths["json"].write_text(json.dumps(data, indent=1))
-    with paths["csv"].open("w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["shape", "candidate", "kind", "status", "device_us", "min_us", "max_us", "server_us", "call_us",
-                    "tflops", "rel_error", "simulated", "reason"])
-        for r in results:
-            for name, t in sorted(r.baselines.device.items()):
-                w.writerow([r.problem.name, name, "baseline", "ok", t.median_us, t.min_us, t.max_us,
-                            r.baselines.server.get(name).median_us if name in r.baselines.server else "",
-                            r.baselines.call.get(name).median_us if name in r.baselines.call else "",
-                            r.problem.flops / (t.median_us * 1e-6) / 1e12, r.baselines.rel_error.get(name, ""),
-                            r.baselines.simulated, ""])
-            for g, m in r.measurements:
-                w.writerow([r.problem.name, g.id, "kernel", m.status, m.time_us or "",
-                            m.device.min_us if m.device else "", m.device.max_us if m.device else "",
-                            m.server.median_us if m.server else "", m.call.median_us if m.call else "",
-                            m.tflops(r.problem) or "", m.rel_error if m.rel_error is not None else "",
-                            m.simulated, m.reason or ""])
-    paths["md"].write_text(render_markdown(results, meta, ceiling))
-    return paths
 
 
 # -- CLI -------------------------------------------------------------------------------------------
@@ -377,7 +210,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "below_protocol": below,
             "timing_note": ("analytic model (simulated), no timing" if evaluator.simulated else
                             "graph replay, >=3x L2 rotation, >=1 s warm-up, interleaved; " + json.dumps(timing))}
-    paths = write_outputs(results, Path(args.out), meta, args.ceiling)
+    facts = evaluator.device_facts() if hasattr(evaluator, "device_facts") else {}
+    meta["peak_tflops"] = args.peak_tflops
+    meta["hbm_tbps"] = facts.get("hbm_tbps") or DEFAULT_HBM_TBPS
+    meta["hbm_source"] = facts.get("hbm_source") if facts.get("hbm_tbps") else "MEASURE.md's H200 copy bandwidth"
+    paths = write_outputs(results, Path(args.out), meta)
     print()
     print(paths["md"].read_text())
     print("wrote " + ", ".join(str(p) for p in paths.values()))
@@ -399,6 +236,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timing", help='timing options as JSON, e.g. \'{"repeats": 20}\'')
     p.add_argument("--quick", action="store_true", help="fewer repeats and autotune candidates")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--ceiling", type=float, default=DEFAULT_CEILING_TFLOPS,
-                   help=f"TFLOP/s ceiling for the percent column (default {DEFAULT_CEILING_TFLOPS}, measured)")
+    p.add_argument("--peak-tflops", type=float, default=DEFAULT_PEAK_TFLOPS,
+                   help=f"tensor peak of the roofline, TFLOP/s (default {DEFAULT_PEAK_TFLOPS:g}, H100/H200 datasheet); "
+                        "the memory side is the copy bandwidth the GPU worker measures")
     p.set_defaults(func=cmd_bench)

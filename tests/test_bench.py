@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.bench import BenchError, aggregate, geomean, load_kernels, load_suite, run_bench
+from experiments.bench import BenchError, load_kernels, load_suite, run_bench
+from experiments.bench_report import aggregate, geomean
 from evaluator.simulator import SimulatedEvaluator
 from genome import Problem
 
@@ -71,7 +72,7 @@ def test_load_kernels_from_files_folders_and_campaign_dirs(tmp_path):
 
 def test_geomean_and_aggregate_arithmetic():
     from evaluator.api import BaselineSet, Measurement, Timing
-    from experiments.bench import ShapeResult
+    from experiments.bench_report import ShapeResult
     assert geomean([2.0, 0.5]) == pytest.approx(1.0)
     assert geomean([4.0]) == pytest.approx(4.0)
     g = load_kernels([GENOMES])[0]
@@ -123,3 +124,32 @@ def test_run_bench_speedups_are_baseline_over_kernel():
     assert best is not None
     assert res.speedups()["best_vendor"] == pytest.approx(res.baselines.best_vendor_us / best[1].time_us)
     assert aggregate([res])["geomean"] == pytest.approx(res.speedups()["best_vendor"])
+
+
+def test_roofline_and_bandwidth_columns():
+    from experiments.bench_report import achieved_tbps, roofline_us
+    skinny, square = Problem(16, 4096, 14336), Problem(8192, 8192, 8192)
+    # a skinny product is memory-bound: the roofline is its bytes over the bandwidth
+    assert roofline_us(skinny, 989.0, 4.3) == pytest.approx(skinny.min_bytes / 4.3e12 * 1e6)
+    assert roofline_us(square, 989.0, 4.3) == pytest.approx(square.flops / 989e12 * 1e6)
+    assert achieved_tbps(skinny, 31.2) == pytest.approx(skinny.min_bytes / 31.2e-6 / 1e12)
+    assert 3.7 < achieved_tbps(skinny, 31.2) < 3.8      # MEASURE.md: the vendor streams W at ~3.8 TB/s
+
+
+def test_bench_markdown_shows_bandwidth_and_roofline(tmp_path):
+    out = tmp_path / "b"
+    proc = subprocess.run([sys.executable, "-m", "experiments.cli", "bench", "--shapes", "16x4096x14336",
+                           "--kernels", "templates/sm90_cutlass/seeds/pp_64x64x128_c1x1.json", "--backend",
+                           "simulator", "--out", str(out)], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert proc.returncode == 0, proc.stderr
+    md = (out / "bench.md").read_text()
+    assert "% roofline" in md and "vendor TB/s" in md and "bytes / 4.3 TB/s" in md
+    row = next(line for line in md.splitlines() if line.startswith("| 16x4096x14336"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    head = [c.strip() for c in next(line for line in md.splitlines() if line.startswith("| shape")).strip("|").split("|")]
+    got = dict(zip(head, cells))
+    time_us = float(got["best kernel"])
+    assert float(got["TB/s"]) == pytest.approx(Problem(16, 4096, 14336).min_bytes / time_us / 1e6, rel=0.01)
+    roof = Problem(16, 4096, 14336).min_bytes / 4.3e6
+    assert float(got["% roofline"]) == pytest.approx(100 * roof / time_us, abs=1)
