@@ -36,6 +36,7 @@ class Timing:
     min_us: "float | None"
     max_us: "float | None"
     repeats: int
+    samples_us: "list[float] | None" = None  # one per interleaved timing round, in round order
 
     @property
     def spread(self) -> "float | None":
@@ -101,6 +102,7 @@ class BaselineSet:
     rel_error: dict[str, float] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     simulated: bool = False
+    aa: "dict | None" = None  # A/A: a kernel timed against a twin of itself in the same run (bench)
 
     def best(self, mode: str = "device") -> "tuple[str, float] | None":
         table = getattr(self, mode)

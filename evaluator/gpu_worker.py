@@ -1,6 +1,6 @@
 """The GPU worker process: verify and time kernels and vendor baselines on one GPU.
 
-Started by evaluator.gpu.WorkerPool as `python -m evaluator.gpu_worker`; one request per line
+Started by evaluator.worker_pool.WorkerPool as `python -m evaluator.gpu_worker`; one request per line
 of JSON on stdin, messages as JSON lines on the protocol stream (the original stdout; fd 1 is
 redirected to stderr so that library output cannot corrupt the protocol).
 

@@ -1,7 +1,9 @@
 """Device time in the GPU worker (../shared/MEASURE.md): each candidate's launches are captured
 back to back in a CUDA graph rotating over input sets (>= 3x L2 in total), all graphs are warmed
 up round robin, then timed in interleaved rounds in a shuffled order; the last round re-checks
-each candidate's output. The figure is the median time per launch over the rounds, with min/max.
+each candidate's output. The figure is the median time per launch over the rounds, with min/max,
+and the samples of every round in order: two candidates' samples of one round were taken within
+one round of each other, so their ratios pair out clock and power drift (evaluator/paired.py).
 """
 
 from __future__ import annotations
@@ -95,6 +97,6 @@ def record_device_results(cands: "list[Candidate]") -> None:
     """The device figure of each candidate timed and still right; its status becomes ok unless set."""
     for cand in cands:
         if cand.samples and cand.alive:
-            cand.result["device"] = summary(cand.samples)
+            cand.result["device"] = {**summary(cand.samples), "samples_us": [round(x, 4) for x in cand.samples]}
             cand.result["launches_per_replay"] = cand.launches
             cand.result.setdefault("status", "ok")

@@ -137,7 +137,7 @@ def run_bench(problems: Sequence[Problem], kernels: Sequence[Genome], evaluator,
         # every kernel goes to the evaluator, which answers "invalid" (with the rule) where one cannot run
         if hasattr(evaluator, "build"):
             measurements, baselines = evaluator.evaluate(kernels, problem, builds=list(by_id.values()),
-                                                         with_baselines=True)
+                                                         with_baselines=True, aa=True)
         else:
             baselines = evaluator.baselines(problem)
             measurements = evaluator.evaluate(kernels, problem)

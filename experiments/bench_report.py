@@ -17,6 +17,7 @@ from typing import Sequence
 from dataclasses import dataclass, field
 
 from evaluator.api import BaselineSet, Measurement
+from evaluator.paired import PairedRatio, paired_ratio
 from genome import Genome, Problem
 
 @dataclass
@@ -28,6 +29,13 @@ class ShapeResult:
     def best(self) -> "tuple[Genome, Measurement] | None":
         ok = [(g, m) for g, m in self.measurements if m.ok]
         return min(ok, key=lambda gm: gm[1].time_us) if ok else None
+
+    def paired(self) -> "PairedRatio | None":
+        """The best kernel against the best vendor baseline, round by round (None without samples)."""
+        best, vendor = self.best(), self.baselines.best("device")
+        if not best or not vendor:
+            return None
+        return paired_ratio(self.baselines.device[vendor[0]], best[1].device)
 
     def speedups(self) -> dict[str, float]:
         best = self.best()
@@ -66,6 +74,16 @@ def _fmt(x: "float | None", spec: str = ".1f") -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
 
+def _ratio(p: "PairedRatio | None") -> str:
+    return "-" if p is None else f"{p.median:.3f} [{p.low:.3f}-{p.high:.3f}]"
+
+
+def _ratio_dict(d: "dict | None") -> str:
+    if not d or "median" not in d:
+        return "-"
+    return f"{d['median']:.3f} [{d['low']:.3f}-{d['high']:.3f}]"
+
+
 def _clock_note(bs: BaselineSet) -> str:
     """SM clock before -> after the timing rounds (NVML), to make throttling visible."""
     try:
@@ -95,9 +113,13 @@ def render_markdown(results: Sequence[ShapeResult], meta: dict) -> str:
              "Device time in microseconds (CUDA-graph replay, rotated inputs, median of repeats; spread = "
              "(max-min)/median). Speedup = baseline time / best kernel time. TB/s = bytes of A, W and C moved "
              f"once / time; % roofline = max(2MNK / {meta['peak_tflops']:g} TFLOP/s, bytes / "
-             f"{meta['hbm_tbps']:g} TB/s, the {meta['hbm_source']}) / time.", ""]
+             f"{meta['hbm_tbps']:g} TB/s, the {meta['hbm_source']}) / time. Paired = the median over the "
+             "interleaved timing rounds of best vendor time / best kernel time in the same round, with the range "
+             "of those ratios; A/A = a kernel timed against a twin of itself in the same rounds (1.000 is ideal; "
+             "its range is the noise a paired figure carries).", ""]
     head = ["shape"] + names + ["best vendor", "vendor TB/s", "best kernel", "spread", "TFLOP/s", "TB/s",
-                                "% roofline", "vs torch", "vs best vendor", "kernel", "SM MHz"]
+                                "% roofline", "vs torch", "vs best vendor", "paired [range]", "A/A [range]", "kernel",
+                                "SM MHz"]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "---|" * len(head))
     for r in results:
@@ -111,9 +133,10 @@ def render_markdown(results: Sequence[ShapeResult], meta: dict) -> str:
             roof = roofline_us(r.problem, meta["peak_tflops"], meta["hbm_tbps"])
             row += [_fmt(m.time_us), _fmt(m.device.spread, ".1%"), _fmt(m.tflops(r.problem)),
                     _fmt(achieved_tbps(r.problem, m.time_us), ".2f"), _fmt(100 * roof / m.time_us, ".0f"),
-                    _fmt(sp.get("torch"), ".3f"), _fmt(sp.get("best_vendor"), ".3f"), g.id[:8]]
+                    _fmt(sp.get("torch"), ".3f"), _fmt(sp.get("best_vendor"), ".3f"), _ratio(r.paired()),
+                    _ratio_dict(r.baselines.aa), g.id[:8]]
         else:
-            row += ["-"] * 8
+            row += ["-"] * 10
         row.append(_clock_note(r.baselines))
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
@@ -125,6 +148,13 @@ def render_markdown(results: Sequence[ShapeResult], meta: dict) -> str:
                          f"best {a['best']:.3f}x"
                          + (f"; over {a['shapes']} of {a['of']} shapes, no passing kernel for "
                             f"{', '.join(a['missing'])}" if a["missing"] else ""))
+    aa = [(r.problem.name, r.baselines.aa) for r in results if r.baselines.aa and "median" in r.baselines.aa]
+    if aa:
+        worst = max(aa, key=lambda t: abs(t[1]["median"] - 1.0))
+        widest = max(aa, key=lambda t: (t[1]["high"] - t[1]["low"]) / t[1]["median"])
+        lines.append(f"- A/A (a kernel against itself, paired): largest deviation {worst[1]['median']:.4f} "
+                     f"({worst[0]}); widest range {100 * (widest[1]['high'] - widest[1]['low']) / widest[1]['median']:.1f}% "
+                     f"({widest[0]}) over {len(aa)} shapes")
     if meta.get("simulated"):
         lines.append("- SIMULATED: no kernel ran and no output was checked; times are the analytic model's")
         return "\n".join(lines) + "\n"
@@ -167,6 +197,7 @@ def write_outputs(results: Sequence[ShapeResult], out: Path, meta: dict) -> dict
     data = {"meta": meta, "aggregate": {a: aggregate(results, a) for a in ("best_vendor", "torch")},
             "shapes": [{"problem": r.problem.name, "baselines": r.baselines.to_dict(),
                         "best": r.best()[0].id if r.best() else None, "speedups": r.speedups(),
+                        "paired_vs_best_vendor": r.paired().to_dict() if r.paired() else None,
                         "kernels": [{"genome": g.to_dict(), "measurement": m.to_dict()} for g, m in r.measurements]}
                        for r in results]}
     paths = {"json": out / "bench.json", "csv": out / "bench.csv", "md": out / "bench.md"}

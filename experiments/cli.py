@@ -182,7 +182,7 @@ def expected_errors() -> tuple[type[BaseException], ...]:
     """Errors that are the user's situation, not a bug: printed as one line, exit status 2."""
     from evaluator.compile import ToolchainError
     from evaluator.factory import NoGpuError
-    from evaluator.gpu import WorkerStartError
+    from evaluator.worker_pool import WorkerStartError
     return (CliError, ValueError, ToolchainError, NoGpuError, WorkerStartError, sqlite3.DatabaseError, OSError)
 
 

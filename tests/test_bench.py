@@ -153,3 +153,26 @@ def test_bench_markdown_shows_bandwidth_and_roofline(tmp_path):
     assert float(got["TB/s"]) == pytest.approx(Problem(16, 4096, 14336).min_bytes / time_us / 1e6, rel=0.01)
     roof = Problem(16, 4096, 14336).min_bytes / 4.3e6
     assert float(got["% roofline"]) == pytest.approx(100 * roof / time_us, abs=1)
+
+
+def test_paired_ratios_and_the_aa_figure_in_the_report():
+    from evaluator.api import BaselineSet, Measurement, Timing
+    from evaluator.paired import paired_ratio
+    from experiments.bench_report import ShapeResult, render_markdown
+    from genome import Genome
+    # the clock drifts from round to round: both slow down together in round 2, the pair does not move
+    vendor = Timing(10.0, 9.0, 12.0, 3, samples_us=[9.0, 12.0, 10.0])
+    kernel = Timing(9.1, 8.2, 10.9, 3, samples_us=[8.2, 10.9, 9.1])
+    p = paired_ratio(vendor, kernel)
+    assert p.rounds == 3 and p.median == pytest.approx(10.0 / 9.1)
+    assert p.high / p.low < 1.01 < (12.0 / 8.2) / (9.0 / 10.9)     # far narrower than the unpaired spread
+    assert paired_ratio(vendor, Timing(9.0, 8.0, 10.0, 2, samples_us=[8.0, 10.0])) is None
+    assert paired_ratio(vendor, Timing(9.0, None, None, 0)) is None   # the simulator's: no samples
+    g = Genome.make("sm90_cutlass", {"tile_m": 128})
+    bs = BaselineSet("1024x1024x1024", device={"cublaslt_autotuned": vendor},
+                     aa={"kernel": g.id, "median": 0.998, "low": 0.99, "high": 1.01, "rounds": 3})
+    r = ShapeResult(Problem(1024, 1024, 1024), bs, [(g, Measurement(g.id, "1024x1024x1024", "ok", device=kernel))])
+    md = render_markdown([r], {"date": "d", "device": "x", "command": "c", "n_kernels": 1, "timing_note": "t",
+                               "peak_tflops": 989.0, "hbm_tbps": 4.3, "hbm_source": "test"})
+    assert f"{p.median:.3f} [{p.low:.3f}-{p.high:.3f}]" in md and "0.998 [0.990-1.010]" in md
+    assert "A/A (a kernel against itself, paired): largest deviation 0.9980" in md

@@ -193,3 +193,19 @@ def test_status_and_report_quote_the_gpu_utilisation():
                              "gpu_seconds_during_builds": 15.6, "builds": 20, "build_seconds": 900.0})
     assert text.startswith("GPU busy 19% of 103 s wall") and "15.6 s of it while nvcc builds ran" in text
     assert utilisation_text(None) is None
+
+
+def test_aa_figure_pairs_a_kernel_with_its_twin():
+    from evaluator.gpu import AA_SUFFIX, aa_figure
+    from evaluator.worker_pool import MeasureResult
+    dev = lambda xs: {"median_us": sorted(xs)[1], "min_us": min(xs), "max_us": max(xs), "repeats": 3,  # noqa: E731
+                      "samples_us": xs}
+    result = MeasureResult(kernels={"k": {"device": dev([10.0, 12.0, 11.0])},
+                                    "k" + AA_SUFFIX: {"device": dev([10.1, 11.9, 11.0])}},
+                           baselines={}, failures={}, info={}, gpu_seconds=1.0, restarts=0)
+    aa = aa_figure("k", result)
+    assert aa["kernel"] == "k" and aa["rounds"] == 3
+    assert 0.99 < aa["low"] <= aa["median"] <= aa["high"] < 1.01
+    missing = aa_figure("k", MeasureResult(kernels={"k": {"device": dev([1.0, 1.0, 1.0])}}, baselines={},
+                                           failures={}, info={}, gpu_seconds=0.0, restarts=0))
+    assert "not timed" in missing["reason"]

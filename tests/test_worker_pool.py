@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.gpu import WorkerPool
+from evaluator.worker_pool import WorkerPool
 from genome import Problem
 
 TESTS = Path(__file__).resolve().parent
