@@ -155,7 +155,7 @@ USER_OPERATOR_AND_POLICY = '''
 """A user's own operator and selection policy, in a module outside evogemm."""
 import random
 
-from evolution.policy_base import OperatorPolicy
+from evolution.policy_base import OperatorPolicy, sample_index
 from genome import Offspring
 
 
@@ -185,12 +185,7 @@ class FirstArmMostly(OperatorPolicy):
 
     def _select(self, rng: random.Random):
         probs = self.probabilities()
-        x, acc = rng.random(), 0.0
-        for arm in self.arms:
-            acc += probs[arm]
-            if x < acc:
-                return arm
-        return self.arms[-1]
+        return self.arms[sample_index(rng, [probs[a] for a in self.arms])]
 '''
 
 

@@ -18,7 +18,7 @@ line naming the key):
 - operator: a class with an integer `arity` and `__call__(parents, ctx) -> list[Offspring]`;
 - selection policy: a class built as `Class(arms, priors, **params)` with choose / update /
   probabilities / stats / state_dict / load_state_dict / warm_start (subclass
-  `evolution.bandit.OperatorPolicy` to get most of them);
+  `evolution.policy_base.OperatorPolicy` to get most of them);
 - parent selection: a class built as `Class(**params)` with `select(candidates, k, rng, space)`;
 - search strategy: a class with `ask(n)` and `tell(offspring, measurement)`, built per family as
   `Class(space, problem, seed, **params)` (or with a `build(ctx)` class method that takes the

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from evolution.bandit import OperatorPolicy
+from evolution.policy_base import OperatorPolicy, sample_index
 
 
 class EpsilonGreedy(OperatorPolicy):
@@ -31,9 +31,4 @@ class EpsilonGreedy(OperatorPolicy):
 
     def _select(self, rng: random.Random) -> str:
         probs = self.probabilities()
-        x, acc = rng.random(), 0.0
-        for arm in self.arms:
-            acc += probs[arm]
-            if x < acc:
-                return arm
-        return self.arms[-1]
+        return self.arms[sample_index(rng, [probs[a] for a in self.arms])]
