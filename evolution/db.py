@@ -199,13 +199,13 @@ class CampaignDB:
             rows = self.conn.execute("SELECT * FROM proposals WHERE problem=? ORDER BY seq", (problem,))
         return [_proposal(r) for r in rows]
 
+    def _value(self, expr: str, table: str, problem: "str | None") -> Any:
+        """One aggregate `expr` over `table`, of one problem's rows or of all."""
+        sql = f"SELECT {expr} AS v FROM {table}" + (" WHERE problem=?" if problem is not None else "")
+        return self.conn.execute(sql, (problem,) if problem is not None else ()).fetchone()["v"]
+
     def max_seq(self, problem: "str | None" = None) -> int:
-        if problem is None:
-            r = self.conn.execute("SELECT COALESCE(MAX(seq), -1) AS m FROM proposals").fetchone()
-        else:
-            r = self.conn.execute("SELECT COALESCE(MAX(seq), -1) AS m FROM proposals WHERE problem=?",
-                                  (problem,)).fetchone()
-        return int(r["m"])
+        return int(self._value("COALESCE(MAX(seq), -1)", "proposals", problem))
 
     def record_proposals(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert new proposals (and their genomes) in one transaction."""
@@ -228,12 +228,7 @@ class CampaignDB:
             self._touch()
 
     def tokens_used(self, problem: "str | None" = None) -> int:
-        if problem is None:
-            r = self.conn.execute("SELECT COALESCE(SUM(tokens), 0) AS t FROM proposals").fetchone()
-        else:
-            r = self.conn.execute("SELECT COALESCE(SUM(tokens), 0) AS t FROM proposals WHERE problem=?",
-                                  (problem,)).fetchone()
-        return int(r["t"])
+        return int(self._value("COALESCE(SUM(tokens), 0)", "proposals", problem))
 
     # -- evaluations -------------------------------------------------------------------------------
     def record_evaluation(self, m: Measurement, seconds: float = 0.0, seq: "int | None" = None,
@@ -269,15 +264,10 @@ class CampaignDB:
         return [dict(r) for r in self.conn.execute(sql, (problem,) if problem else ())]
 
     def evaluation_count(self, problem: "str | None" = None) -> int:
-        if problem is None:
-            r = self.conn.execute("SELECT COUNT(*) AS n FROM evaluations").fetchone()
-        else:
-            r = self.conn.execute("SELECT COUNT(*) AS n FROM evaluations WHERE problem=?", (problem,)).fetchone()
-        return int(r["n"])
+        return int(self._value("COUNT(*)", "evaluations", problem))
 
     def gpu_seconds(self, problem: "str | None" = None) -> float:
-        sql = "SELECT COALESCE(SUM(gpu_seconds), 0) AS s FROM evaluations" + (" WHERE problem=?" if problem else "")
-        return float(self.conn.execute(sql, (problem,) if problem else ()).fetchone()["s"])
+        return float(self._value("COALESCE(SUM(gpu_seconds), 0)", "evaluations", problem))
 
     def status_counts(self, problem: str) -> dict[str, int]:
         rows = self.conn.execute("SELECT status, COUNT(*) AS n FROM evaluations WHERE problem=? GROUP BY status",
