@@ -65,6 +65,9 @@ class Measurement:
     build_seconds: float = 0.0
     gpu_seconds: float = 0.0
     build_key: "str | None" = None
+    # paired against a reference baseline timed in the same rounds (evaluator.paired.PairedFigure):
+    # {reference, reference_start_us, reference_us, median, low, high, rounds, effective_us}
+    paired: "dict | None" = None
 
     @property
     def ok(self) -> bool:
@@ -72,6 +75,16 @@ class Measurement:
 
     @property
     def time_us(self) -> "float | None":
+        """The time the search ranks by. Paired with a reference, it is the drift-corrected time
+        `reference_start_us / median(reference / kernel per round)`: the kernel's time at the clock
+        and power state in which the shape's baselines were measured. Else the raw device median."""
+        if self.paired and self.paired.get("effective_us"):
+            return float(self.paired["effective_us"])
+        return self.device.median_us if self.device else None
+
+    @property
+    def raw_time_us(self) -> "float | None":
+        """The device median of this run, whatever the clock did meanwhile."""
         return self.device.median_us if self.device else None
 
     def tflops(self, problem: Problem) -> "float | None":

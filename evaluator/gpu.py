@@ -16,7 +16,7 @@ from templates import FamilyRegistry, family_registry
 
 from .api import STATUS_CRASHED, STATUS_INVALID, STATUS_OK, BaselineSet, Measurement, Timing
 from .compile import BuildResult, Compiler
-from .paired import paired_ratio
+from .paired import paired_figure, paired_ratio
 from .pipeline import BuildRunPipeline, build_failure
 from .timing_options import check_timing
 from .worker_pool import MeasureResult, WorkerPool
@@ -26,6 +26,8 @@ from .worker_pool import MeasureResult, WorkerPool
 BASELINES = ("torch_tn", "torch_nn", "cublaslt_heuristic", "cublaslt_heuristic_nn", "cublaslt_autotuned",
              "cublaslt_autotuned_nn")
 AA_SUFFIX = "~aa"  # the id of a kernel's twin in an A/A run
+# baselines a search measurement may be paired with: no autotuning, so timing one costs a launch
+PAIRABLE = ("cublaslt_heuristic", "cublaslt_heuristic_nn", "torch_tn", "torch_nn")
 
 
 def _timing(d: "dict | None") -> "Timing | None":
@@ -36,14 +38,14 @@ class GpuEvaluator:
     """Evaluator protocol on a real GPU. Options: see OPTIONS."""
 
     OPTIONS = ("cache_dir", "jobs", "gpu", "seed", "timing", "modes", "baselines", "log_dir", "silence_timeout_s",
-               "build_timeout_s", "overlap")
+               "build_timeout_s", "overlap", "paired")
     simulated = False
 
     def __init__(self, cache_dir: "str | Path | None" = None, jobs: "int | None" = None, gpu: int = 0, seed: int = 0,
                  timing: "dict | None" = None, modes: Sequence[str] = ("device",),
                  baselines: Sequence[str] = BASELINES, log_dir: "str | Path | None" = None,
                  silence_timeout_s: float = 60.0, build_timeout_s: float = 600.0,
-                 families: "FamilyRegistry | None" = None, overlap: bool = True):
+                 families: "FamilyRegistry | None" = None, overlap: bool = True, paired: bool = True):
         self.families = families or family_registry()
         self.compiler = Compiler.default(cache_dir, jobs=jobs, timeout_s=build_timeout_s, families=self.families)
         self.pool = WorkerPool(gpu=gpu, silence_timeout_s=silence_timeout_s,
@@ -56,6 +58,22 @@ class GpuEvaluator:
         self._baselines: dict[str, BaselineSet] = {}
         self.pipeline = BuildRunPipeline(self.compiler, self, self._check)
         self.overlap = bool(overlap)  # False: build a whole batch, then time it (no prefetch; for comparison)
+        self.paired = bool(paired)    # time each search batch with the shape's reference baseline
+        self._references: dict[str, tuple[str, float]] = {}  # problem -> (baseline, its start median)
+
+    def set_reference(self, problem: Problem, baselines: "BaselineSet | None") -> "str | None":
+        """From now on every search measurement of `problem` times the reference baseline in the
+        same rounds as the kernels and carries the paired figure (Measurement.paired): the fastest
+        of the baselines that need no autotuning, as measured when the shape started. Returns its
+        name (None when pairing is off or no such baseline was measured)."""
+        if not self.paired or baselines is None:
+            return None
+        table = {n: t for n, t in baselines.device.items() if n in PAIRABLE and n in self.baseline_names}
+        if not table:
+            return None
+        name = min(table, key=lambda n: (table[n].median_us, n))
+        self._references[problem.name] = (name, table[name].median_us)
+        return name
 
     def describe(self) -> str:
         info = self.pool.info()
@@ -113,10 +131,13 @@ class GpuEvaluator:
         specs = [{"id": g.id, "lib": b.library, "knobs": list(b.knobs)} for g, b in items]
         if aa and specs:  # A/A: the first kernel once more, under another id, in the same rounds
             specs.append(dict(specs[0], id=specs[0]["id"] + AA_SUFFIX))
-        base_names = self.baseline_names if with_baselines else ()
-        seed = self._seed_for(problem, list(base_names))
+        reference = None if with_baselines else self._references.get(problem.name)
+        base_names = self.baseline_names if with_baselines else ((reference[0],) if reference and specs else ())
+        seed = self._seed_for(problem, list(self.baseline_names) if with_baselines else [])
         result = self.pool.measure(problem, specs, base_names, self.modes, self.timing, seed) \
             if specs or base_names else None
+        ref_timing = _timing((result.baselines.get(reference[0]) or {}).get("device")) \
+            if reference and result else None
         n = max(1, len(specs))
         out = []
         for g, b in items:
@@ -132,7 +153,9 @@ class GpuEvaluator:
                 server=_timing(r.get("server")), call=_timing(r.get("call")), rel_error=r.get("rel_error"),
                 acc_error=r.get("acc_error"),
                 reason=r.get("reason"), build_seconds=b.seconds,
-                gpu_seconds=(result.gpu_seconds / n) if result else 0.0, build_key=b.build_key))
+                gpu_seconds=(result.gpu_seconds / n) if result else 0.0, build_key=b.build_key,
+                paired=paired_figure(reference[0], reference[1], ref_timing, _timing(r.get("device")))
+                if reference and r.get("status") == STATUS_OK else None))
         return out, result, (result.gpu_seconds if result else 0.0)
 
     def evaluate(self, genomes: Sequence[Genome], problem: Problem, builds: "Sequence[BuildResult] | None" = None,

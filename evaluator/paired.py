@@ -48,3 +48,16 @@ def paired_ratio(reference: "Timing | None", candidate: "Timing | None") -> "Pai
     if len(ratios) != len(a):
         return None
     return PairedRatio(_median(ratios), min(ratios), max(ratios), len(ratios))
+
+
+def paired_figure(reference: str, reference_start_us: float, reference_timing: "Timing | None",
+                  kernel_timing: "Timing | None") -> "dict | None":
+    """A kernel against the shape's reference baseline timed in the same rounds, as stored in
+    Measurement.paired; `effective_us` is the kernel's time scaled to the reference's time when
+    the shape's baselines were measured (what the search ranks by)."""
+    ratio = paired_ratio(reference_timing, kernel_timing)
+    if ratio is None or not reference_start_us or reference_start_us <= 0:
+        return None
+    return {"reference": reference, "reference_start_us": float(reference_start_us),
+            "reference_us": reference_timing.median_us, **ratio.to_dict(),
+            "effective_us": float(reference_start_us) / ratio.median}

@@ -17,9 +17,13 @@ a `kill -9` at any moment loses at most the evaluation in flight. Tables:
             response_id, note, meta, tokens, created)
                                 every offspring the strategy asked for, in order (seq is global)
   evaluations(genome_id, problem, status, device_us, device, server, call, rel_error, acc_error, reason,
-              simulated, build_key, build_seconds, gpu_seconds, seconds, seq, session, created)
+              simulated, build_key, build_seconds, gpu_seconds, seconds, seq, session, created, paired)
                                 one row per (genome, problem), never two: a genome measured on a
-                                problem is never measured again
+                                problem is never measured again. device_us is the time the search
+                                ranks by (Measurement.time_us: drift-corrected when `paired`)
+  confirmations(genome_id, problem, json, created)
+                                the second, independent measurement a genome gets before it enters
+                                the shape's hall of fame (GPU campaigns); the hall holds this one
   baselines(problem, best_name, best_us, json, simulated, created)
   policy_log(problem, round, seq, policy, probabilities, stats, state, created)
                                 the selection policy after each round of each shape
@@ -78,6 +82,8 @@ class CampaignDB:
             columns = {row[1] for row in self.conn.execute("PRAGMA table_info(evaluations)")}
             if "acc_error" not in columns:  # a database made before the accumulation bound
                 self.conn.execute("ALTER TABLE evaluations ADD COLUMN acc_error REAL")
+            if "paired" not in columns:     # a database made before paired search measurements
+                self.conn.execute("ALTER TABLE evaluations ADD COLUMN paired TEXT")
         self.conn.row_factory = sqlite3.Row
         self.session: "int | None" = None
 
@@ -240,12 +246,13 @@ class CampaignDB:
                 self.conn.execute("UPDATE shapes SET wall_seconds=? WHERE problem=?", (shape_wall, m.problem))
             self.conn.execute(
                 "INSERT INTO evaluations(genome_id, problem, status, device_us, device, server, call, rel_error, "
-                "acc_error, reason, simulated, build_key, build_seconds, gpu_seconds, seconds, seq, session, created) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "acc_error, reason, simulated, build_key, build_seconds, gpu_seconds, seconds, seq, session, created, "
+                "paired) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (m.genome_id, m.problem, m.status, m.time_us, _dumps(m.device.to_dict()) if m.device else None,
                  _dumps(m.server.to_dict()) if m.server else None, _dumps(m.call.to_dict()) if m.call else None,
                  m.rel_error, m.acc_error, m.reason, int(bool(m.simulated)), m.build_key, float(m.build_seconds or 0.0),
-                 float(m.gpu_seconds or 0.0), float(seconds), seq, self.session, time.time()))
+                 float(m.gpu_seconds or 0.0), float(seconds), seq, self.session, time.time(),
+                 _dumps(m.paired) if m.paired else None))
             self._touch()
 
     def measurements(self, problem: "str | None" = None) -> dict[tuple[str, str], Measurement]:
@@ -311,6 +318,22 @@ class CampaignDB:
             return None
         data = json.loads(r["json"])
         return BaselineSet.from_dict(data["baselines"]), [Measurement.from_dict(m) for m in data["measurements"]]
+
+    # -- confirmations: a second, independent measurement before a genome enters the hall of fame --
+    def record_confirmation(self, m: Measurement) -> None:
+        with self._tx():
+            self.conn.execute("INSERT OR REPLACE INTO confirmations(genome_id, problem, json, created) VALUES (?,?,?,?)",
+                              (m.genome_id, m.problem, _dumps(m.to_dict()), time.time()))
+            self._touch()
+
+    def confirmation(self, genome_id: str, problem: str) -> "Measurement | None":
+        r = self.conn.execute("SELECT json FROM confirmations WHERE genome_id=? AND problem=?",
+                              (genome_id, problem)).fetchone()
+        return Measurement.from_dict(json.loads(r["json"])) if r else None
+
+    def confirmations(self, problem: str) -> "dict[str, Measurement]":
+        rows = self.conn.execute("SELECT json FROM confirmations WHERE problem=? ORDER BY rowid", (problem,))
+        return {m.genome_id: m for m in (Measurement.from_dict(json.loads(r["json"])) for r in rows)}
 
     # -- policy log --------------------------------------------------------------------------------
     def log_policy(self, problem: str, round_: int, seq: int, policy: str, probabilities: Mapping[str, float],
@@ -378,6 +401,7 @@ def _measurement(r: sqlite3.Row) -> Measurement:
         genome_id=r["genome_id"], problem=r["problem"], status=r["status"], device=_timing(r["device"]),
         server=_timing(r["server"]), call=_timing(r["call"]), rel_error=r["rel_error"],
         acc_error=r["acc_error"] if "acc_error" in r.keys() else None,
+        paired=json.loads(r["paired"]) if "paired" in r.keys() and r["paired"] else None,
         reason=r["reason"], simulated=bool(r["simulated"]), build_seconds=r["build_seconds"], gpu_seconds=r["gpu_seconds"],
         build_key=r["build_key"])
 

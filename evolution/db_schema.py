@@ -20,7 +20,7 @@ CREATE TABLE IF NOT EXISTS evaluations (
     device_us REAL, device TEXT, server TEXT, call TEXT, rel_error REAL, acc_error REAL, reason TEXT,
     simulated INTEGER NOT NULL, build_key TEXT, build_seconds REAL NOT NULL DEFAULT 0,
     gpu_seconds REAL NOT NULL DEFAULT 0, seconds REAL NOT NULL DEFAULT 0, seq INTEGER,
-    session INTEGER, created REAL NOT NULL, PRIMARY KEY (genome_id, problem));
+    session INTEGER, created REAL NOT NULL, paired TEXT, PRIMARY KEY (genome_id, problem));
 CREATE INDEX IF NOT EXISTS evaluations_problem ON evaluations(problem, device_us);
 CREATE TABLE IF NOT EXISTS baselines (
     problem TEXT PRIMARY KEY, best_name TEXT, best_us REAL, json TEXT NOT NULL, simulated INTEGER NOT NULL,
@@ -30,6 +30,9 @@ CREATE TABLE IF NOT EXISTS policy_log (
     stats TEXT, state TEXT, created REAL NOT NULL, PRIMARY KEY (problem, round));
 CREATE TABLE IF NOT EXISTS verified (
     problem TEXT PRIMARY KEY, json TEXT NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS confirmations (
+    genome_id TEXT NOT NULL, problem TEXT NOT NULL, json TEXT NOT NULL, created REAL NOT NULL,
+    PRIMARY KEY (genome_id, problem));
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL NOT NULL, session INTEGER, kind TEXT NOT NULL,
     problem TEXT, data TEXT);

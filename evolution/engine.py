@@ -38,6 +38,7 @@ from .journal import Journal
 from .operators import build_operators
 from .plugins import Plugins, make_plugins
 from .population import Individual, fitness_value, make_hall_of_fame
+from .confirm import admit
 from .reverify import verify_hall_of_fame
 from .rng import derive_seed
 from .search import StrategyContext, build_strategy
@@ -86,6 +87,8 @@ class Engine:
         self.handpicked = db.get_meta("handpicked", [])
         self.seed_pool = db.get_meta("seed_pool", {})
         self.simulated: "bool | None" = db.get_meta("simulated")
+        if self.simulated is None and evaluator is not None:
+            self.simulated = bool(getattr(evaluator, "simulated", False))
         self.evaluator_description: "str | None" = db.get_meta("evaluator_description")
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evogemm-propose")
         self._started = time.monotonic()
@@ -162,6 +165,10 @@ class Engine:
         state.status = "running"
         state.wall_started = time.monotonic()
         state.hof = make_hall_of_fame(self.config.population.hall_of_fame)
+        if not self.simulated and hasattr(self.evaluator, "set_reference"):
+            ref = self.evaluator.set_reference(problem, state.baselines)
+            if ref:
+                self.log(f"{problem.name}: search measurements are paired with {ref} (timed in the same rounds)")
         self.journal.load_recorded(state)
         state.strategy = self._make_strategy(state, spaces)
         bv = state.baselines.best("device") if state.baselines else None
@@ -320,7 +327,7 @@ class Engine:
                 reused += 1
                 state.reused += 1
             state.strategy.tell(off, m)
-        state.hof.update(new_ok)
+        admit(state, new_ok, lambda: self.evaluator, self.db, self.log, confirm=not self.simulated)
         state.rounds += 1
         state.stall = 0 if n_new else state.stall + 1
         policy = getattr(state.strategy, "policy", None)

@@ -160,7 +160,7 @@ class EvolutionStrategy:
             return
         ind = Individual(offspring.genome, measurement, fit, origin=offspring.operator)
         self.known[gid] = ind
-        island.pending.append(ind)
+        self._home(island, offspring.genome.family).pending.append(ind)
 
     # -- internals --------------------------------------------------------------------------------
     def _history(self, island: Island) -> dict[str, Any]:
@@ -231,7 +231,7 @@ class EvolutionStrategy:
             if entry.arity > 0:
                 parents = list(self.toolbox.select_parents(candidates, entry.arity, self.rng, space))
             ctx = OperatorContext(space=space, problem=self.problem, rng=self.rng, history=self._history(island),
-                                  render=self.render)
+                                  render=self.render, spaces=self.spaces)
             try:
                 children = self.toolbox.vary(entry.operator, parents, ctx)
             except InvalidGenome:
@@ -250,6 +250,14 @@ class EvolutionStrategy:
                     return self._offspring(child.genome, child.operator, (), island, None,
                                            "no arm produced a new genome")
         return None
+
+    def _home(self, island: Island, family: str) -> Island:
+        """The island a told genome joins: its breeding island, or (a child moved to another family
+        by an operator) the emptiest island of its own family."""
+        if island.family == family:
+            return island
+        own = [i for i in self.islands if i.family == family]
+        return min(own, key=lambda i: (len(i.population) + len(i.pending), i.index)) if own else island
 
     def _reward(self, parent_ids: Sequence[str], island: Island, m: Measurement) -> float:
         if not m.ok or not m.time_us:

@@ -75,7 +75,7 @@ class CampaignConfig(Strict):
     seed: int = Field(0, ge=0)
     output_dir: "str | None" = None
     shapes: "list[ShapeItem] | None" = None
-    suite: "SuiteRef | None" = None
+    suite: "SuiteRef | list[SuiteRef] | None" = None
     families: list[str] = Field(default_factory=lambda: [default_family()])
     budget: Budget
     population: Population = Field(default_factory=Population)
@@ -136,20 +136,28 @@ class CampaignConfig(Strict):
     @model_validator(mode="after")
     def _whole(self, info: ValidationInfo) -> "CampaignConfig":
         if (self.shapes is None) == (self.suite is None):
-            raise ValueError("give exactly one of 'shapes' (a list of MxNxK) or 'suite' (a suite file)")
+            raise ValueError("give exactly one of 'shapes' (a list of MxNxK) or 'suite' (a suite file, or a list of them)")
         if self.shapes is not None:
             self._problems = [Problem.parse(s) for s in self.shapes]
         else:
             assert self.suite is not None
-            try:
-                path = resolve_path(self.suite.path, base_dir_of(info))
-            except ValueError as exc:
-                raise ValueError(at("suite.path", str(exc))) from exc
-            try:
-                self._problems = load_suite(path, self.suite.groups)
-            except ValueError as exc:
-                raise ValueError(at("suite.groups" if "group" in str(exc) else "suite.path", str(exc))) from exc
-            self.suite.path = str(path)
+            refs = self.suite if isinstance(self.suite, list) else [self.suite]
+            if not refs:
+                raise ValueError(at("suite", "the list is empty; give at least one suite file"))
+            problems: list[Problem] = []
+            for i, ref in enumerate(refs):
+                where = "suite" if not isinstance(self.suite, list) else f"suite[{i}]"
+                try:
+                    path = resolve_path(ref.path, base_dir_of(info))
+                except ValueError as exc:
+                    raise ValueError(at(f"{where}.path", str(exc))) from exc
+                try:
+                    problems += load_suite(path, ref.groups)
+                except ValueError as exc:
+                    raise ValueError(at(f"{where}.groups" if "group" in str(exc) else f"{where}.path",
+                                        str(exc))) from exc
+                ref.path = str(path)
+            self._problems = list(dict.fromkeys(problems))  # a shape in two suites runs once
         arms = [op.arm_name for op in self.operators]
         dup = sorted({a for a in arms if arms.count(a) > 1})
         if dup:

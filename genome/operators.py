@@ -26,6 +26,11 @@ class OperatorContext:
     rng: random.Random
     history: Mapping[str, Any] = field(default_factory=dict)
     render: "Callable[[Genome], str] | None" = None
+    spaces: Mapping[str, SearchSpace] = field(default_factory=dict)  # every family this shape may use
+
+    def space_of(self, genome: Genome) -> SearchSpace:
+        """The space of the genome's own family (an operator may move a child to another family)."""
+        return self.spaces.get(genome.family, self.space)
 
 
 @dataclass(frozen=True)
@@ -90,18 +95,61 @@ class RandomSample:
         return [Offspring(ctx.space.sample(ctx.rng), self.name, ())]
 
 
+class FamilyJump:
+    """Carry a parent into another template family of the campaign (one the shape may use).
+
+    Parameters of the same name keep their value (numbers snap to the nearest allowed value), the
+    others are sampled, and the target family's rules repair the result: an sm90_cutlass tile
+    becomes the same tile in sm90_padded or sm80_cutlass, a skinny kernel's neighbour a tile GEMM.
+    """
+
+    arity = 1
+
+    def __init__(self, tries: int = 20, name: str = "family_jump"):
+        self.tries = tries
+        self.name = name
+
+    def __call__(self, parents: Sequence[Genome], ctx: OperatorContext) -> list[Offspring]:
+        parent = parents[0]
+        targets = [ctx.spaces[f] for f in sorted(ctx.spaces) if f != parent.family
+                   and ctx.spaces[f].supports(ctx.problem) is None]
+        if not targets:
+            return []
+        space = ctx.rng.choice(targets)
+        kept = [spec.name for spec in space.params if spec.name in parent.param_dict]
+        child = None
+        for _ in range(self.tries):  # the sampled parameters must also fit the shape (alignment, say)
+            params = space.sample(ctx.rng).param_dict
+            params.update({name: parent[name] for name in kept})
+            try:
+                child = space.repair(Genome.make(space.family, params), ctx.rng)
+            except InvalidGenome:
+                continue
+            if space.is_valid(child, ctx.problem):
+                break
+        if child is None:
+            return []
+        return [Offspring(child, self.name, (parent.id,),
+                          note=f"from {parent.family} to {space.family}, kept {', '.join(kept) or 'nothing'}")]
+
+
 def apply_operator(op: Operator, parents: Sequence[Genome], ctx: OperatorContext) -> list[Offspring]:
-    """Run an operator and keep only children valid for the problem (repairing where the space can)."""
+    """Run an operator and keep only children valid for the problem (repairing where the space can),
+    each in the space of its own family."""
     out = []
     for child in op(parents, ctx):
+        space = ctx.space_of(child.genome)
+        if space.family != child.genome.family:
+            continue  # a family this shape does not use
         try:
-            genome = ctx.space.repair(child.genome, ctx.rng)
+            genome = space.repair(child.genome, ctx.rng)
         except InvalidGenome:
             continue
-        if ctx.space.is_valid(genome, ctx.problem):
+        if space.is_valid(genome, ctx.problem):
             out.append(Offspring(genome, child.operator, child.parent_ids, child.note, child.meta))
     return out
 
 
 def classic_operators() -> dict[str, Callable[..., Operator]]:
-    return {"param_mutate": ParamMutate, "param_crossover": ParamCrossover, "random_sample": RandomSample}
+    return {"param_mutate": ParamMutate, "param_crossover": ParamCrossover, "random_sample": RandomSample,
+            "family_jump": FamilyJump}

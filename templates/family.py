@@ -42,9 +42,11 @@ class TemplateFamily:
     seeds_dir: "Path | None" = None
     description: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)  # free facts a family wants to carry
+    template_search_path: tuple[Path, ...] = ()  # more folders its template may extend or include from
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "template_dir", Path(self.template_dir))
+        object.__setattr__(self, "template_search_path", tuple(Path(p) for p in self.template_search_path))
         if self.seeds_dir is not None:
             object.__setattr__(self, "seeds_dir", Path(self.seeds_dir))
         if not (self.template_dir / self.template_file).is_file():
@@ -62,6 +64,10 @@ class TemplateFamily:
 
     def arch_flags(self) -> tuple[str, ...]:
         return (f"-gencode=arch=compute_{self.arch},code=sm_{self.arch}",)
+
+    def template_folders(self) -> list[str]:
+        """Where its template and whatever the template extends are looked up, in order."""
+        return [str(self.template_dir), *(str(p) for p in self.template_search_path)]
 
     def compile_flags(self) -> tuple[str, ...]:
         return (*self.arch_flags(), *self.nvcc_flags)
@@ -160,8 +166,11 @@ class FamilyRegistry(Registry[TemplateFamily]):
 
 
 def builtin_families() -> list[TemplateFamily]:
+    from .skinny_mma import FAMILY as SKINNY
     from .sm90_cutlass import FAMILY as SM90
-    return [SM90]
+    from .sm80_cutlass import FAMILY as SM80
+    from .sm90_padded import FAMILY as PADDED
+    return [SM90, SKINNY, PADDED, SM80]
 
 
 def default_family() -> str:

@@ -34,16 +34,35 @@ def _family(genome_or_name: "Genome | str", families: "FamilyRegistry | None") -
 
 def _environment(family: TemplateFamily) -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(family.template_dir)),
+        loader=jinja2.FileSystemLoader(family.template_folders()),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
     )
 
 
+def _chain(env: jinja2.Environment, name: str) -> "list[jinja2.Template]":
+    """A template and every template it extends, child first."""
+    from jinja2 import nodes
+    chain: list[jinja2.Template] = []
+    seen: set[str] = set()
+    while name and name not in seen:
+        seen.add(name)
+        chain.append(env.get_template(name))
+        source, _, _ = env.loader.get_source(env, name)
+        parent = env.parse(source).find(nodes.Extends)
+        name = parent.template.value if parent is not None and isinstance(parent.template, nodes.Const) else None
+    return chain
+
+
+def _all_blocks(env: jinja2.Environment, name: str) -> set[str]:
+    """The blocks of a template and of every template it extends."""
+    return {block for template in _chain(env, name) for block in template.blocks}
+
+
 def template_blocks(family: str, families: "FamilyRegistry | None" = None) -> list[str]:
     fam = _family(family, families)
-    return sorted(_environment(fam).get_template(fam.template_file).blocks)
+    return sorted(_all_blocks(_environment(fam), fam.template_file))
 
 
 def _raw(text: str) -> str:
@@ -57,9 +76,12 @@ def block_source(genome: Genome, block: str, families: "FamilyRegistry | None" =
         if patch.block == block:
             return patch.code
     fam = _family(genome, families)
-    template = _environment(fam).get_template(fam.template_file)
-    if block not in template.blocks:
-        raise KeyError(f"family {genome.family} has no block {block!r}; blocks: {', '.join(sorted(template.blocks))}")
+    env = _environment(fam)
+    owners = [t for t in _chain(env, fam.template_file) if block in t.blocks]
+    if not owners:
+        raise KeyError(f"family {genome.family} has no block {block!r}; "
+                       f"blocks: {', '.join(sorted(_all_blocks(env, fam.template_file)))}")
+    template = owners[0]
     context = template.new_context(_context(genome, fam))
     return "".join(template.blocks[block](context))
 
@@ -76,7 +98,7 @@ def render(genome: Genome, families: "FamilyRegistry | None" = None) -> Rendered
     genome = fam.space.validate(genome)
     env = _environment(fam)
     if genome.patches:
-        known = set(env.get_template(fam.template_file).blocks)
+        known = _all_blocks(env, fam.template_file)
         for patch in genome.patches:
             if patch.block not in known:
                 raise KeyError(f"patch names block {patch.block!r}; {genome.family} has: {', '.join(sorted(known))}")

@@ -1,0 +1,35 @@
+"""The simulator model of the `sm90_padded` family: the sm90_cutlass model on the aligned problem
+plus the copies (bytes read and written at HBM bandwidth, one launch each)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Mapping
+
+from genome import Problem
+
+from .sim_device import DeviceSpec, SimBreakdown, SimParams
+from .sim_sm90 import model as sm90_model
+
+
+def _up8(x: int) -> int:
+    return -(-x // 8) * 8
+
+
+def copy_bytes(problem: Problem) -> float:
+    """Bytes the pre-pass and post-pass move (each element read once and written once)."""
+    M, N, K = problem.m, problem.n, problem.k
+    moved = 0.0
+    if K % 8:
+        moved += 2.0 * (M * K + N * K) + 2.0 * (M + N) * _up8(K)
+    if N % 8:
+        moved += 2.0 * M * _up8(N) + 2.0 * M * N
+    return moved
+
+
+def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: DeviceSpec) -> SimBreakdown:
+    inner = sm90_model(params, Problem(problem.m, _up8(problem.n), _up8(problem.k)), sp, dev)
+    passes = (problem.k % 8 != 0) + (problem.n % 8 != 0)
+    extra = passes * sp.launch_us * 0.5 + copy_bytes(problem) / (sp.hbm_efficiency * dev.hbm_tbps * 1e6)
+    return replace(inner, total_us=inner.total_us + extra, fixed_us=inner.fixed_us + extra,
+                   dram_bytes=inner.dram_bytes + copy_bytes(problem))

@@ -1,0 +1,76 @@
+"""The simulator model of the `skinny_mma` family (streaming mma.sync kernel for skinny GEMMs).
+
+  time = launch + first-load latency + warp / cluster reductions
+       + soft_max(streamed DRAM bytes / achievable bandwidth, L2 bytes / L2 bandwidth, mma time) x tail
+
+* achievable bandwidth (Little's law): bytes in flight (resident CTAs x threads x unroll x 32 B
+  per m16 tile) over the DRAM latency, capped by the measured HBM bandwidth;
+* L2 bytes: every warp re-reads the small operand for its K range (warps side by side along the
+  rows read the same lines; they count once per CTA row block);
+* mma time: 2 mma.sync m16n8k16 per 32-wide k chunk per (m16, n8) pair, at `MMA_SYNC_SHARE` of
+  the wgmma peak;
+* tail: CTAs beyond one resident wave run in a second one.
+
+A model, not a measurement: it ranks configurations for the simulator backend and the tests.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from genome import Problem
+from genome import skinny_mma_space as _sk
+
+from .sim_device import DeviceSpec, SimBreakdown, SimParams
+from .sim_sm90 import soft_max
+
+MMA_SYNC_SHARE = 0.6          # mma.sync throughput relative to wgmma on sm_90
+DRAM_LATENCY_US = 0.8         # loaded latency of a streamed 16-byte load
+MAX_THREADS_PER_SM = 2048
+WARP_REDUCE_US = 0.25         # partial tiles through shared memory
+CLUSTER_REDUCE_US = 0.45      # cluster barrier + reads of the peers' shared memory
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def resident_ctas_per_sm(p: Mapping[str, Any], dev: DeviceSpec) -> int:
+    by_threads = MAX_THREADS_PER_SM // _sk.threads(p)
+    by_regs = _sk.REGS_PER_SM // max(1, _sk.registers(p) * _sk.threads(p))
+    by_smem = dev.smem_per_block // max(1, _sk.smem_bytes(p)) if _sk.smem_bytes(p) else 32
+    return max(1, min(by_threads, by_regs, by_smem, 32))
+
+
+def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: DeviceSpec) -> SimBreakdown:
+    M, N, K = problem.m, problem.n, problem.k
+    R, S = (M, N) if M > N else (N, M)
+    p = params
+    csplit = int(p["cluster_k"])
+    rows_cta = p["warps_r"] * p["warp_rows"]
+    row_blocks, s_blocks = _cdiv(R, rows_cta), _cdiv(S, p["s_tile"])
+    ctas = row_blocks * s_blocks * csplit
+    slots = resident_ctas_per_sm(p, dev) * dev.n_sms
+    resident = min(ctas, slots)
+    waves = ctas / slots
+
+    hbm = sp.hbm_efficiency * dev.hbm_tbps * 1e6        # bytes per microsecond
+    x_bytes = 2.0 * R * K
+    x_reads = 1 if s_blocks == 1 or x_bytes <= dev.l2_bytes * sp.l2_usable_fraction else s_blocks
+    dram_bytes = x_bytes * x_reads + 2.0 * S * K + 2.0 * M * N
+    l2_bytes = x_bytes * s_blocks + 2.0 * p["s_tile"] * s_blocks * K * row_blocks
+    inflight = resident * _sk.threads(p) * p["unroll"] * (p["warp_rows"] // 16) * 32.0
+    bandwidth = min(hbm, inflight / DRAM_LATENCY_US)
+    t_dram = dram_bytes / bandwidth
+    t_l2 = l2_bytes / (hbm * sp.l2_bw_ratio)
+    flops = 2.0 * _cdiv(R, 16) * 16 * s_blocks * p["s_tile"] * _cdiv(K, 32) * 32
+    mma_rate = dev.peak_tflops * 1e6 * MMA_SYNC_SHARE * min(1.0, resident / dev.n_sms)
+    t_mma = flops / mma_rate
+    body = soft_max((t_dram, t_l2, t_mma), sp.roofline_sharpness) * max(1.0, _cdiv(ctas, slots) / max(waves, 1e-9))
+    reduction = (WARP_REDUCE_US if p["warps_k"] > 1 else 0.0) + (CLUSTER_REDUCE_US if csplit > 1 else 0.0)
+    fixed = sp.launch_us + DRAM_LATENCY_US + (sp.cluster_launch_us if csplit > 1 else 0.0)
+    return SimBreakdown(total_us=fixed + body + reduction, fixed_us=fixed, compute_us=t_mma, l2_us=t_l2,
+                        dram_us=t_dram, reduction_us=reduction, iteration_us=0.0, epilogue_us=0.0,
+                        tiles=row_blocks * s_blocks, ctas=ctas, waves=waves, stages=p["unroll"],
+                        mode="split_k" if csplit * p["warps_k"] > 1 else "data_parallel",
+                        dram_bytes=dram_bytes, l2_bytes=l2_bytes)

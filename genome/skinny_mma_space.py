@@ -1,0 +1,140 @@
+"""The search space of the `skinny_mma` family: a streaming mma.sync kernel for skinny GEMMs.
+
+One operand (the one with more rows, "X") is streamed from HBM once with 16-byte loads straight
+into mma.sync m16n8k16 fragments; the other ("Y", at most `MAX_SMALL_DIM` rows) stays in L2. K is
+split over the warps of a CTA and over the CTAs of a thread-block cluster (runtime knob), and the
+partial sums meet in shared and distributed shared memory. Rules keep the register file, shared
+memory and the thread count of a CTA within what an sm_90 SM gives one block.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Mapping
+
+from .problem import Problem
+from .space import ParamSpec, Params, Rule, SearchSpace, ShapeRule
+
+FAMILY = "skinny_mma"
+
+MAX_SMALL_DIM = 256            # min(M, N) above this is not a skinny problem
+SMEM_BYTES_PER_BLOCK = 232448  # 227 KB opt-in
+REGS_PER_SM = 65536
+MAX_REGS_PER_THREAD = 255
+REG_OVERHEAD = 40              # addresses, indices, loop state
+
+PARAMS = (
+    ParamSpec("warp_rows", (16, 32, 64), doc="rows of the streamed operand per warp (m16 tiles of 16)"),
+    ParamSpec("warps_r", (1, 2, 4), doc="warps of a CTA side by side along the streamed rows"),
+    ParamSpec("warps_k", (1, 2, 4, 8), doc="warps of a CTA splitting K"),
+    ParamSpec("s_tile", (8, 16, 32, 64), doc="rows of the small operand per CTA (n8 tiles of 8)"),
+    ParamSpec("unroll", (1, 2, 4, 8), doc="32-wide k chunks loaded before they are used (bytes in flight)"),
+    ParamSpec("cluster_k", (1, 2, 4, 8, 16), kind="runtime",
+              doc="CTAs of a thread-block cluster splitting K, reduced over distributed shared memory"),
+)
+
+BLOCKS = ("includes", "config", "loads", "mma", "kernel", "launch", "abi")
+
+
+def registers(p: Mapping[str, Any]) -> int:
+    """Estimated registers per thread: loaded X and Y vectors of `unroll` chunks + accumulators."""
+    mt, nt = p["warp_rows"] // 16, p["s_tile"] // 8
+    return p["unroll"] * (8 * mt + 4 * nt) + 4 * mt * nt + REG_OVERHEAD
+
+
+def threads(p: Mapping[str, Any]) -> int:
+    return 32 * p["warps_r"] * p["warps_k"]
+
+
+def smem_bytes(p: Mapping[str, Any]) -> int:
+    return 4 * p["warps_r"] * p["warp_rows"] * p["s_tile"] * p["warps_k"]
+
+
+def _registers(p):
+    if registers(p) > MAX_REGS_PER_THREAD:
+        return (f"about {registers(p)} registers per thread (unroll {p['unroll']} x {p['warp_rows']} rows x "
+                f"{p['s_tile']} columns) exceed {MAX_REGS_PER_THREAD}")
+    if registers(p) * threads(p) > REGS_PER_SM:
+        return f"{threads(p)} threads x about {registers(p)} registers exceed the {REGS_PER_SM} registers of an SM"
+    return None
+
+
+def _fix_registers(p: Params, rng: random.Random) -> Params:
+    if p["unroll"] > 1:
+        p["unroll"] //= 2
+    elif p["s_tile"] > 8:
+        p["s_tile"] //= 2
+    elif p["warp_rows"] > 16:
+        p["warp_rows"] //= 2
+    else:
+        p["warps_k"] = max(1, p["warps_k"] // 2)
+    return p
+
+
+def _smem(p):
+    if smem_bytes(p) > SMEM_BYTES_PER_BLOCK:
+        return f"the partial-sum tile needs {smem_bytes(p) // 1024} KB of shared memory (> 227 KB)"
+    return None
+
+
+def _fix_smem(p: Params, rng: random.Random) -> Params:
+    p["warps_k"] = max(1, p["warps_k"] // 2)
+    return p
+
+
+def _threads(p):
+    if threads(p) > 512:
+        return f"{threads(p)} threads per CTA; at most 512 (16 warps)"
+    return None
+
+
+def _fix_threads(p: Params, rng: random.Random) -> Params:
+    if p["warps_k"] >= p["warps_r"]:
+        p["warps_k"] //= 2
+    else:
+        p["warps_r"] //= 2
+    return p
+
+
+RULES = (
+    Rule("registers", "unroll x (8 x m16 tiles + 4 x n8 tiles) + accumulators within 255 registers and the SM's file",
+         _registers, _fix_registers),
+    Rule("smem-capacity", "warps_k partial tiles of fp32 fit in 227 KB of shared memory", _smem, _fix_smem),
+    Rule("threads", "at most 16 warps per CTA", _threads, _fix_threads),
+)
+
+
+def _skinny(p, problem: Problem):
+    small = min(problem.m, problem.n)
+    if small > MAX_SMALL_DIM:
+        return f"skinny_mma is for min(M, N) <= {MAX_SMALL_DIM}; this problem has min(M, N) = {small}"
+    return None
+
+
+def _k_aligned(p, problem: Problem):
+    if problem.k % 8:
+        return f"skinny_mma loads 16-byte rows of A and W, so K must be a multiple of 8; K = {problem.k}"
+    return None
+
+
+SHAPE_RULES = (
+    ShapeRule("skinny", f"min(M, N) <= {MAX_SMALL_DIM}", _skinny),
+    ShapeRule("k-alignment", "K multiple of 8 (16-byte rows of A and W; N and M may be anything)", _k_aligned),
+)
+
+
+def knobs(params: Mapping[str, Any]) -> list[int]:
+    """The runtime knob vector passed through the C ABI (see kernel.cu.j2, block `abi`)."""
+    return [int(params["cluster_k"])]
+
+
+def make_space() -> SearchSpace:
+    return SearchSpace(
+        family=FAMILY,
+        params=PARAMS,
+        rules=RULES,
+        shape_rules=SHAPE_RULES,
+        blocks=BLOCKS,
+        description="streaming mma.sync kernel for skinny GEMMs (min(M, N) <= 256): one operand read "
+                    "once from HBM, K split over warps and cluster CTAs",
+    )

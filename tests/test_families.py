@@ -1,0 +1,107 @@
+"""The built-in template families: spaces, templates, seeds, domains, simulator models, and the
+operator that moves genomes between families."""
+
+import random
+import re
+
+import pytest
+
+from evaluator.simulator import simulate_time_us
+from genome import FamilyJump, Genome, OperatorContext, Problem, apply_operator
+from templates import family_registry, render, template_blocks
+
+FAMILIES = family_registry()
+UNRENDERED = re.compile(r"\{\{\s*\w|\{%-?\s*(block|endblock|if|endif|for|raw|endraw|extends)\b")
+NAMES = ("sm90_cutlass", "skinny_mma", "sm90_padded", "sm80_cutlass")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_family_renders_its_space_and_ships_valid_seeds(name):
+    fam = FAMILIES.resolve(name)
+    space = fam.space
+    assert sorted(space.blocks) == template_blocks(name, FAMILIES)
+    rng = random.Random(5)
+    sources = set()
+    for _ in range(150):
+        kernel = render(space.sample(rng), FAMILIES)
+        assert not UNRENDERED.search(kernel.source)
+        assert f'evogemm_family(void) {{ return "{name}"; }}' in kernel.source
+        assert len(kernel.knobs) == len(fam.knob_vector(space.sample(rng)))
+        sources.add(kernel.source)
+    assert len(sources) > 20
+    seeds = fam.seeds()
+    assert len(seeds) >= 5 and all(g.family == name for _, g in seeds)
+
+
+def test_family_domains_say_why_a_shape_is_not_theirs():
+    sk, pad, sm90, sm80 = (FAMILIES.resolve(n).space for n in ("skinny_mma", "sm90_padded", "sm90_cutlass",
+                                                                "sm80_cutlass"))
+    assert sk.supports(Problem(16, 4096, 14336)) is None
+    assert sk.supports(Problem(8192, 64, 8192)) is None          # skinny N streams A instead
+    assert sk.supports(Problem(1, 8191, 4096)) is None           # any N, M
+    assert "min(M, N) <= 256" in sk.supports(Problem(512, 512, 4096))
+    assert "multiple of 8" in sk.supports(Problem(16, 4096, 4095))
+    assert "aligned" in pad.supports(Problem(1024, 1024, 1024))
+    assert pad.supports(Problem(1023, 1023, 1024)) is None and pad.supports(Problem(1000, 1000, 999)) is None
+    assert "TMA" in sm90.supports(Problem(1000, 1000, 999))
+    # sm80: the alignment is a genome parameter; K = 999 needs align_ab 1
+    odd = Problem(1000, 1000, 999)
+    g = Genome.make("sm80_cutlass", dict(sm80.default_params(), align_ab=8, align_c=8))
+    assert any("align_ab" in str(v) for v in sm80.violations(g, odd))
+    g1 = sm80.repair(g.with_params(align_ab=1, align_c=8), random.Random(0))
+    assert g1["stages"] == 2 and not sm80.violations(g1, odd)
+
+
+def test_skinny_rules_bound_registers_threads_and_shared_memory():
+    sk = FAMILIES.resolve("skinny_mma").space
+    big = Genome.make("skinny_mma", dict(warp_rows=64, warps_r=4, warps_k=8, s_tile=64, unroll=8, cluster_k=1))
+    rules = {v.rule for v in sk.violations(big)}
+    assert {"registers", "threads", "smem-capacity"} <= rules
+    fixed = sk.repair(big, random.Random(1))
+    assert not sk.violations(fixed)
+
+
+def test_padded_family_extends_sm90_and_keeps_its_blocks_patchable():
+    pad = FAMILIES.resolve("sm90_padded")
+    g = pad.seeds()[0][1]
+    src = render(g, FAMILIES).source
+    assert "KernelTmaWarpSpecialized" in src and "pad_k_kernel" in src and "unpad_n_kernel" in src
+    assert src.count("int evogemm_run(") == 1
+    from genome import Patch
+    patched = render(g.with_patch(Patch("epilogue", "// my epilogue\n")), FAMILIES).source
+    assert "// my epilogue" in patched and "pad_k_kernel" in patched
+
+
+@pytest.mark.parametrize("name,shape", [("skinny_mma", "16x4096x14336"), ("skinny_mma", "64x64x4096"),
+                                        ("sm90_padded", "4096x4093x4096"), ("sm80_cutlass", "1000x1000x999"),
+                                        ("sm80_cutlass", "512x512x16384")])
+def test_simulator_models_never_beat_the_roofline(name, shape):
+    from evaluator.sim_device import get_device
+    problem = Problem.parse(shape)
+    dev = get_device("h200")
+    floor = max(problem.flops / (dev.peak_tflops * 1e6), problem.min_bytes / (dev.hbm_tbps * 1e6))
+    fam = FAMILIES.resolve(name)
+    times = []
+    for _, g in fam.seeds():
+        if fam.space.is_valid(g, problem):
+            t = simulate_time_us(g, problem, families=FAMILIES)
+            assert t > floor
+            times.append(t)
+    assert times and (len(times) < 3 or len(set(round(t, 3) for t in times)) > 1)  # it tells seeds apart
+
+
+def test_family_jump_moves_a_parent_into_another_family_that_fits_the_shape():
+    problem = Problem(1023, 1023, 1024)   # N unaligned: sm90_padded and sm80_cutlass, not sm90_cutlass
+    spaces = {n: FAMILIES.resolve(n).space for n in ("sm90_padded", "sm80_cutlass")}
+    parent = FAMILIES.resolve("sm90_padded").seeds()[0][1]
+    ctx = OperatorContext(space=spaces["sm90_padded"], problem=problem, rng=random.Random(3), spaces=spaces)
+    kids = apply_operator(FamilyJump(), [parent], ctx)
+    assert len(kids) == 1
+    kid = kids[0].genome
+    assert kid.family == "sm80_cutlass" and spaces["sm80_cutlass"].is_valid(kid, problem)
+    assert kid["tile_m"] == parent["tile_m"] or "tile_m" in kids[0].note
+    assert kid["align_c"] in (1,)  # repaired for N = 1023
+    # with no other family the operator proposes nothing
+    alone = OperatorContext(space=spaces["sm90_padded"], problem=problem, rng=random.Random(3),
+                            spaces={"sm90_padded": spaces["sm90_padded"]})
+    assert apply_operator(FamilyJump(), [parent], alone) == []

@@ -1,0 +1,126 @@
+"""A fitness that sees 2%: search measurements paired with a reference baseline timed in the same
+rounds, and a confirming measurement before a genome enters the hall of fame."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+
+from engine_helpers import FakeEvaluator, small_config
+from evaluator.api import STATUS_OK, BaselineSet, Measurement, Timing
+from evaluator.compile import BuildResult
+from evaluator.gpu import GpuEvaluator
+from evaluator.worker_pool import MeasureResult
+from experiments.campaign import create_campaign, run_campaign
+from experiments.schema import parse_campaign
+from genome import Problem
+from templates import family_registry
+
+
+class StubPool:
+    """Answers a measure request like the GPU worker: per-round samples for kernels and baselines,
+    all scaled by a clock that drifts during the run (the same factor for every candidate of a round)."""
+
+    def __init__(self, kernel_us: dict, baseline_us: dict, drift=(1.0, 1.3, 0.9, 1.1, 1.2)):
+        self.kernel_us, self.baseline_us, self.drift = kernel_us, baseline_us, drift
+        self.requests = []
+
+    def _timing(self, us):
+        samples = [us * d for d in self.drift]
+        s = sorted(samples)
+        return {"median_us": s[len(s) // 2], "min_us": s[0], "max_us": s[-1], "repeats": len(s),
+                "samples_us": samples}
+
+    def measure(self, problem, kernels, baselines, modes, config, seed):
+        self.requests.append((list(k["id"] for k in kernels), list(baselines)))
+        return MeasureResult(
+            kernels={k["id"]: {"status": STATUS_OK, "device": self._timing(self.kernel_us[k["id"]]), "rel_error": 2e-4}
+                     for k in kernels},
+            baselines={b: {"status": STATUS_OK, "device": self._timing(self.baseline_us[b])} for b in baselines},
+            failures={}, info={}, gpu_seconds=0.01, restarts=0)
+
+    def close(self):
+        pass
+
+
+def test_search_measurements_are_paired_with_the_shapes_reference(tmp_path):
+    fam = family_registry().resolve("sm90_cutlass")
+    genomes = [g for _, g in fam.seeds()[:2]]
+    problem = Problem(2048, 2048, 2048)
+    ev = GpuEvaluator(cache_dir=tmp_path)
+    ev.pool = StubPool({genomes[0].id: 40.0, genomes[1].id: 50.0},
+                       {"cublaslt_heuristic": 44.0, "torch_tn": 45.0})
+    start = BaselineSet(problem.name, device={"cublaslt_heuristic": Timing(44.0, 43.0, 46.0, 5),
+                                              "torch_tn": Timing(45.0, 44.0, 47.0, 5),
+                                              "cublaslt_autotuned": Timing(42.0, 41.0, 43.0, 5)})
+    assert ev.set_reference(problem, start) == "cublaslt_heuristic"   # autotuned ones are not paired with
+    items = [(g, BuildResult(g.id, "key", True, library="/x.so")) for g in genomes]
+    ms, _, _ = ev._measure(problem, items, with_baselines=False)
+    assert ev.pool.requests[-1] == ([g.id for g in genomes], ["cublaslt_heuristic"])
+    a, b = ms
+    # every round moved both by the same clock factor: the paired ratio is exact, the raw medians are not
+    assert all(math.isclose(a.paired[k], 44.0 / 40.0) for k in ("median", "low", "high"))
+    assert math.isclose(a.time_us, 44.0 / (44.0 / 40.0)) and math.isclose(b.time_us, 50.0)
+    assert a.raw_time_us == 40.0 * 1.1 and a.paired["reference"] == "cublaslt_heuristic"
+    # a measurement keeps its pairing through the database and JSON
+    assert Measurement.from_dict(a.to_dict()).time_us == a.time_us
+    # pairing off: no reference is timed, times are raw
+    off = GpuEvaluator(cache_dir=tmp_path, paired=False)
+    off.pool = StubPool({genomes[0].id: 40.0}, {})
+    assert off.set_reference(problem, start) is None
+    (m,), _, _ = off._measure(problem, items[:1], with_baselines=False)
+    assert m.paired is None and m.time_us == 40.0 * 1.1 and off.pool.requests[-1][1] == []
+
+
+class NoisyGpu(FakeEvaluator):
+    """A fake that behaves like a GPU evaluator: not simulated, and every call is a new noisy draw."""
+
+    simulated = False
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.draw = 0
+
+    def evaluate(self, genomes, problem):
+        out = super().evaluate(genomes, problem)
+        for m in out:
+            if m.ok:
+                self.draw += 1
+                wobble = 1.0 + 0.05 * math.sin(self.draw * 1.7)
+                t = m.device.median_us * wobble
+                m.device = Timing(t, t * 0.99, t * 1.01, 5)
+                m.simulated = False
+        return out
+
+
+def _run(folder, data, ev, mode="run"):
+    config = parse_campaign(data, base_dir=folder.parent)
+    if not (folder / "campaign.db").exists():
+        create_campaign(config, folder)
+
+    class Silent:
+        def update(self, rows, simulated=None, evaluator=None):
+            pass
+    return run_campaign(folder, evaluator=ev, progress=Silent(), mode=mode)
+
+
+def test_the_hall_of_fame_holds_confirmed_measurements_and_a_resume_replays_them(tmp_path):
+    data = small_config(shapes=["1024x1024x1024"], budget={"evaluations_per_shape": 40})
+    ev = NoisyGpu(seed=1)
+    result = _run(tmp_path / "c", data, ev)
+    state = result.states["1024x1024x1024"]
+    conn = sqlite3.connect(str(tmp_path / "c" / "campaign.db"))
+    confirmed = {gid for (gid,) in conn.execute("SELECT genome_id FROM confirmations")}
+    search = {gid: us for gid, us in conn.execute("SELECT genome_id, device_us FROM evaluations WHERE status='ok'")}
+    conn.close()
+    assert len(state.hof) and {ind.id for ind in state.hof} <= confirmed
+    # the hall holds the confirming draw, not the search's
+    assert any(not math.isclose(ind.time_us, search[ind.id]) for ind in state.hof)
+    n_calls = len(ev.calls)
+    assert n_calls == 40 + len(confirmed)
+    # resuming the finished campaign replays every measurement and confirmation: no new call
+    replay = NoisyGpu(seed=1)
+    result2 = _run(tmp_path / "c", data, replay, mode="resume")
+    assert replay.calls == []
+    hof2 = result2.states["1024x1024x1024"].hof
+    assert [(i.id, i.time_us) for i in hof2] == [(i.id, i.time_us) for i in state.hof]
