@@ -37,6 +37,8 @@ class Timing:
     max_us: "float | None"
     repeats: int
     samples_us: "list[float] | None" = None  # one per interleaved timing round, in round order
+    # timed in alternation with a reference: the reference's sample taken right before each of ours
+    ref_samples_us: "list[float] | None" = None
 
     @property
     def spread(self) -> "float | None":

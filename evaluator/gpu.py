@@ -134,7 +134,10 @@ class GpuEvaluator:
         reference = None if with_baselines else self._references.get(problem.name)
         base_names = self.baseline_names if with_baselines else ((reference[0],) if reference and specs else ())
         seed = self._seed_for(problem, list(self.baseline_names) if with_baselines else [])
-        result = self.pool.measure(problem, specs, base_names, self.modes, self.timing, seed) \
+        # every candidate alternates with one baseline: the search's reference, or with all the
+        # baselines the first pairable one (bench, re-verification)
+        alternate = reference[0] if reference else next((n for n in PAIRABLE if n in base_names), None)
+        result = self.pool.measure(problem, specs, base_names, self.modes, self.timing, seed, reference=alternate) \
             if specs or base_names else None
         ref_timing = _timing((result.baselines.get(reference[0]) or {}).get("device")) \
             if reference and result else None

@@ -142,6 +142,7 @@ class Worker:
         server and call modes asked for), release graphs and cuBLASLt plans, report."""
         t_start = time.monotonic()
         cfg = timing_config(req.get("config"))
+        cfg["reference"] = req.get("reference")  # the candidate every other one alternates with
         modes = set(req.get("modes") or ["device"])
         p = Problem(*req["problem"])
         rng = random.Random(req.get("seed", 0))

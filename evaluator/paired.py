@@ -5,6 +5,11 @@ kernel and sample r of a baseline (or of the kernel's own twin) were taken withi
 each other, under nearly the same clock and power state. The ratio of each such pair cancels the
 drift that moves both; the median of the ratios, with their range, is the figure to quote. An
 A/A pair (a kernel against a twin of itself) shows how far that figure moves with nothing changed.
+
+A round of many candidates can last long enough for the clock to move within it, so a run may
+name a reference: the worker then times every other candidate right after a replay of the
+reference and keeps that sample with it (`Timing.ref_samples_us`); pairs are then milliseconds
+apart, and two candidates compare through their samples normalised by the reference's.
 """
 
 from __future__ import annotations
@@ -36,16 +41,36 @@ def _median(xs: "list[float]") -> float:
     return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
 
 
+def _ratios(reference: Timing, candidate: Timing) -> "list[float] | None":
+    """reference / candidate, pair by pair. Timed in alternation with a reference (every other
+    candidate's sample comes right after one of the reference's, kept in `ref_samples_us`), a
+    candidate's sample is first divided by the reference's sample right before it; the one timing
+    of a run without `ref_samples_us` is then the reference itself. Otherwise the samples of one
+    round pair up (the same number of rounds each)."""
+    a, b = reference.samples_us, candidate.samples_us
+    ra, rb = reference.ref_samples_us, candidate.ref_samples_us
+    if not a or not b:
+        return None
+    if ra and rb:        # both alternated with the reference: compare their normalised samples
+        if len(a) != len(ra) or len(b) != len(rb) or len(a) != len(b):
+            return None
+        return [(x / rx) / (y / ry) for x, rx, y, ry in zip(a, ra, b, rb) if min(x, rx, y, ry) > 0]
+    if rb:               # `reference` is the alternation reference: its sample right before ours
+        return [rx / y for rx, y in zip(rb, b) if rx > 0 and y > 0] if len(rb) == len(b) else None
+    if ra:               # `candidate` is the alternation reference
+        return [x / rx for x, rx in zip(a, ra) if x > 0 and rx > 0] if len(ra) == len(a) else None
+    if len(a) != len(b):
+        return None
+    return [x / y for x, y in zip(a, b) if x > 0 and y > 0]
+
+
 def paired_ratio(reference: "Timing | None", candidate: "Timing | None") -> "PairedRatio | None":
-    """reference / candidate, round by round; None when either has no per-round samples (the
-    simulator's) or they were not timed in the same rounds."""
+    """reference / candidate, pair by pair (see `_ratios`); None when either has no per-round
+    samples (the simulator's) or they cannot be paired."""
     if reference is None or candidate is None:
         return None
-    a, b = reference.samples_us, candidate.samples_us
-    if not a or not b or len(a) != len(b):
-        return None
-    ratios = [x / y for x, y in zip(a, b) if x > 0 and y > 0]
-    if len(ratios) != len(a):
+    ratios = _ratios(reference, candidate)
+    if not ratios:
         return None
     return PairedRatio(_median(ratios), min(ratios), max(ratios), len(ratios))
 

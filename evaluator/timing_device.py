@@ -75,22 +75,39 @@ def warm_up(w: "Worker", live: "list[Candidate]", warmup_s: float) -> None:
 def timed_rounds(w: "Worker", live: "list[Candidate]", sets: "list[InputSet]", cfg: dict,
                  rng: random.Random) -> None:
     """`repeats` rounds, each replaying every graph once in a fresh shuffled order; one sample
-    per replay (us per launch). In the last round the set the replay writes last is poisoned
-    first and its output checked after: the timed kernel must still be right."""
+    per replay (us per launch). With a reference (cfg["reference"], a live candidate's id), each
+    other candidate's replay comes right after a replay of the reference, whose sample is kept
+    with it (`ref_samples`): the pair is a few milliseconds apart however many candidates a round
+    holds, so clock and power drift cancel in their ratio. In the last round the set a replay
+    writes last is poisoned first and its output checked after: the timed kernel must still be right."""
     repeats = int(cfg["repeats"])
+    reference = next((c for c in live if c.id == cfg.get("reference")), None)
+    if reference is not None and len(live) < 2:
+        reference = None
     for r in range(repeats):
         last_round = r == repeats - 1
-        order = live[:]
+        order = [c for c in live if c is not reference]
         rng.shuffle(order)
-        for cand in order:
-            final = sets[last_set_index(cand.launches, len(sets))]
-            if last_round:
-                poison(w.torch, final)  # the last timed run must write every element again
-            w.running(cand.id, "time")
-            ms = w.cuda.replay_ms(cand.exe)
-            cand.samples.append(ms * 1000.0 / cand.launches)
-            if last_round:
-                recheck_output(w.torch, cand, final, cfg["tolerance"])
+        for i, cand in enumerate(order):
+            if reference is not None:
+                ref_us = _timed_replay(w, reference, sets, cfg, check=last_round and i == 0)
+                cand.ref_samples.append(ref_us)
+            _timed_replay(w, cand, sets, cfg, check=last_round)
+
+
+def _timed_replay(w: "Worker", cand: Candidate, sets: "list[InputSet]", cfg: dict, check: bool) -> float:
+    """One replay of a candidate's graph: its sample (us per launch), recorded; with `check`, the
+    set it writes last is poisoned first and its output checked after."""
+    final = sets[last_set_index(cand.launches, len(sets))]
+    if check:
+        poison(w.torch, final)  # the timed run must write every element again
+    w.running(cand.id, "time")
+    ms = w.cuda.replay_ms(cand.exe)
+    us = ms * 1000.0 / cand.launches
+    cand.samples.append(us)
+    if check:
+        recheck_output(w.torch, cand, final, cfg["tolerance"])
+    return us
 
 
 def record_device_results(cands: "list[Candidate]") -> None:
@@ -98,5 +115,7 @@ def record_device_results(cands: "list[Candidate]") -> None:
     for cand in cands:
         if cand.samples and cand.alive:
             cand.result["device"] = {**summary(cand.samples), "samples_us": [round(x, 4) for x in cand.samples]}
+            if cand.ref_samples:
+                cand.result["device"]["ref_samples_us"] = [round(x, 4) for x in cand.ref_samples]
             cand.result["launches_per_replay"] = cand.launches
             cand.result.setdefault("status", "ok")

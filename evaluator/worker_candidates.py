@@ -29,6 +29,7 @@ class Candidate:
     exe: Any = None
     launches: int = 0
     samples: list = field(default_factory=list)
+    ref_samples: list = field(default_factory=list)  # the reference's sample taken right before each of ours
     alive: bool = True
     lt_plan: Any = None       # cublaslt.LtPlan of a cuBLASLt baseline
     lt_workspace: Any = None  # its device workspace (a torch tensor)

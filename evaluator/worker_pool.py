@@ -172,7 +172,9 @@ class WorkerPool:
         self.restarts = 0
 
     def measure(self, problem: Problem, kernels: list[dict], baselines: Sequence[str], modes: Sequence[str],
-                config: dict, seed: int) -> MeasureResult:
+                config: dict, seed: int, reference: "str | None" = None) -> MeasureResult:
+        """Gate and time `kernels` and `baselines`; with `reference` (the id of one of them) every
+        other candidate is timed right after a replay of the reference, round by round."""
         failures: dict[str, tuple[str, str]] = {}
         pending = list(kernels)
         base = list(baselines)
@@ -180,7 +182,8 @@ class WorkerPool:
         restarts = 0
         while True:
             req = {"op": "measure", "problem": [problem.m, problem.n, problem.k], "kernels": pending,
-                   "baselines": base, "modes": list(modes), "config": config, "seed": seed}
+                   "baselines": base, "modes": list(modes), "config": config, "seed": seed,
+                   "reference": reference}
             try:
                 result = self.worker.request(req, self.silence_timeout_s)
                 return MeasureResult(result["kernels"], result["baselines"], failures, result.get("info", {}),

@@ -29,6 +29,8 @@ PARAMS = (
     ParamSpec("warps_k", (1, 2, 4, 8), doc="warps of a CTA splitting K"),
     ParamSpec("s_tile", (8, 16, 32, 64), doc="rows of the small operand per CTA (n8 tiles of 8)"),
     ParamSpec("unroll", (1, 2, 4, 8), doc="32-wide k chunks loaded before they are used (bytes in flight)"),
+    ParamSpec("prefetch", (0, 1), doc="1: load the next group of chunks while this one is multiplied "
+                                     "(register double buffering)"),
     ParamSpec("cluster_k", (1, 2, 4, 8, 16), kind="runtime",
               doc="CTAs of a thread-block cluster splitting K, reduced over distributed shared memory"),
 )
@@ -39,7 +41,8 @@ BLOCKS = ("includes", "config", "loads", "mma", "kernel", "launch", "abi")
 def registers(p: Mapping[str, Any]) -> int:
     """Estimated registers per thread: loaded X and Y vectors of `unroll` chunks + accumulators."""
     mt, nt = p["warp_rows"] // 16, p["s_tile"] // 8
-    return p["unroll"] * (8 * mt + 4 * nt) + 4 * mt * nt + REG_OVERHEAD
+    buffers = 2 if p["prefetch"] else 1
+    return buffers * p["unroll"] * (8 * mt + 4 * nt) + 4 * mt * nt + REG_OVERHEAD
 
 
 def threads(p: Mapping[str, Any]) -> int:
@@ -60,7 +63,9 @@ def _registers(p):
 
 
 def _fix_registers(p: Params, rng: random.Random) -> Params:
-    if p["unroll"] > 1:
+    if p["prefetch"] and rng.random() < 0.5:
+        p["prefetch"] = 0
+    elif p["unroll"] > 1:
         p["unroll"] //= 2
     elif p["s_tile"] > 8:
         p["s_tile"] //= 2

@@ -105,3 +105,32 @@ def test_family_jump_moves_a_parent_into_another_family_that_fits_the_shape():
     alone = OperatorContext(space=spaces["sm90_padded"], problem=problem, rng=random.Random(3),
                             spaces={"sm90_padded": spaces["sm90_padded"]})
     assert apply_operator(FamilyJump(), [parent], alone) == []
+
+
+def test_sm80_split_k_adds_fp32_partials_and_never_fp16_ones():
+    fam = FAMILIES.resolve("sm80_cutlass")
+    space = fam.space
+    base = dict(space.default_params(), tile_m=64, tile_n=64, tile_k=64, warp_m=32, warp_n=32, stages=4,
+                align_ab=8, align_c=8)
+    par = space.normalise(Genome.make("sm80_cutlass", dict(base, split_mode="parallel", splits=8)))
+    none = space.normalise(Genome.make("sm80_cutlass", dict(base, split_mode="none", splits=8)))
+    assert none["splits"] == 1 and fam.knob_vector(par) == (8,)   # the knob means nothing without the split
+    src = render(par, FAMILIES).source
+    assert "kGemmSplitKParallel" in src and "using ElementOut = float;" in src and "reduce_partitions" in src
+    plain = render(none, FAMILIES).source
+    assert "using ElementOut = cutlass::half_t;" in plain and "constexpr bool kParallelSplitK = false;" in plain
+    # no serial split-K anywhere: it would add fp16-rounded partial sums
+    assert "set_k_partition" not in src and "GemmUniversalMode::kGemm," in plain
+
+
+def test_padded_c_can_be_stored_directly_with_the_nosmem_epilogue():
+    space = FAMILIES.resolve("sm90_padded").space
+    seed = dict(FAMILIES.resolve("sm90_padded").seeds()[0][1].param_dict)
+    direct_tma = Genome.make("sm90_padded", dict(seed, epilogue="tma", c_align=2))
+    assert any(v.rule == "direct-c-nosmem" for v in space.violations(direct_tma))
+    direct = Genome.make("sm90_padded", dict(seed, epilogue="nosmem", c_align=2))
+    assert not space.violations(direct, Problem(1536, 6002, 2500))
+    assert any("c_align" in str(v) for v in space.violations(direct, Problem(1023, 1023, 1024)))
+    src = render(direct, FAMILIES).source
+    assert "constexpr int AlignmentD = 2;" in src and "NoSmemWarpSpecialized" in src
+    assert "constexpr int AlignmentD = 8;" in render(Genome.make("sm90_padded", dict(seed, c_align=8)), FAMILIES).source

@@ -571,3 +571,37 @@ def test_the_accumulation_bound_is_not_a_timing_option():
         assert key not in TIMING_DEFAULTS
         with pytest.raises(ValueError, match="unknown timing option"):
             check_timing({key: 1.0})
+
+
+def test_timed_rounds_alternate_every_candidate_with_the_reference(monkeypatch):
+    import random as _random
+    from types import SimpleNamespace
+
+    from evaluator import timing_device
+    from evaluator.worker_candidates import Candidate
+    log = []
+    monkeypatch.setattr(timing_device, "poison", lambda torch, s: log.append(("poison",)))
+    monkeypatch.setattr(timing_device, "recheck_output", lambda torch, c, s, tol: log.append(("check", c.id)))
+    cands = [Candidate(i, "kernel", launches=1, exe=i) for i in ("ref", "a", "b", "c")]
+    clock = iter(range(1, 1000))
+
+    def replay_ms(exe):
+        log.append(("replay", exe))
+        return next(clock) / 1000.0
+    w = SimpleNamespace(torch=None, running=lambda *a: None, cuda=SimpleNamespace(replay_ms=replay_ms))
+    timing_device.timed_rounds(w, cands, ["s0"], {"repeats": 3, "reference": "ref", "tolerance": 1e-3},
+                               _random.Random(0))
+    replays = [e[1] for e in log if e[0] == "replay"]
+    assert len(replays) == 3 * 3 * 2 and replays[0::2] == ["ref"] * 9          # ref right before each
+    for c in cands[1:]:
+        assert len(c.samples) == 3 and len(c.ref_samples) == 3
+        assert all(s == r + 1 for s, r in zip(c.samples, c.ref_samples))         # the replay just before
+    assert len(cands[0].samples) == 9 and not cands[0].ref_samples
+    # the last round re-checks every candidate's output once, the reference's too
+    assert sorted(e[1] for e in log if e[0] == "check") == ["a", "b", "c", "ref"]
+    # without a reference: one replay per candidate per round, as before
+    plain = [Candidate(i, "kernel", launches=1, exe=i) for i in ("a", "b")]
+    log.clear()
+    timing_device.timed_rounds(w, plain, ["s0"], {"repeats": 2, "reference": None, "tolerance": 1e-3},
+                               _random.Random(0))
+    assert len([e for e in log if e[0] == "replay"]) == 4 and not plain[0].ref_samples

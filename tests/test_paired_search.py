@@ -18,26 +18,43 @@ from templates import family_registry
 
 
 class StubPool:
-    """Answers a measure request like the GPU worker: per-round samples for kernels and baselines,
-    all scaled by a clock that drifts during the run (the same factor for every candidate of a round)."""
+    """Answers a measure request like the GPU worker: the clock drifts from replay to replay (a
+    factor per replay), so only samples taken back to back see the same clock. With a reference,
+    every other candidate is timed right after a replay of the reference, as the worker does."""
 
-    def __init__(self, kernel_us: dict, baseline_us: dict, drift=(1.0, 1.3, 0.9, 1.1, 1.2)):
-        self.kernel_us, self.baseline_us, self.drift = kernel_us, baseline_us, drift
+    def __init__(self, kernel_us: dict, baseline_us: dict, rounds: int = 5):
+        self.kernel_us, self.baseline_us, self.rounds = kernel_us, baseline_us, rounds
         self.requests = []
 
-    def _timing(self, us):
-        samples = [us * d for d in self.drift]
+    @staticmethod
+    def _summary(samples):
         s = sorted(samples)
         return {"median_us": s[len(s) // 2], "min_us": s[0], "max_us": s[-1], "repeats": len(s),
-                "samples_us": samples}
+                "samples_us": list(samples)}
 
-    def measure(self, problem, kernels, baselines, modes, config, seed):
-        self.requests.append((list(k["id"] for k in kernels), list(baselines)))
-        return MeasureResult(
-            kernels={k["id"]: {"status": STATUS_OK, "device": self._timing(self.kernel_us[k["id"]]), "rel_error": 2e-4}
-                     for k in kernels},
-            baselines={b: {"status": STATUS_OK, "device": self._timing(self.baseline_us[b])} for b in baselines},
-            failures={}, info={}, gpu_seconds=0.01, restarts=0)
+    def measure(self, problem, kernels, baselines, modes, config, seed, reference=None):
+        self.requests.append((list(k["id"] for k in kernels), list(baselines), reference))
+        base = {**{k["id"]: self.kernel_us[k["id"]] for k in kernels}, **{b: self.baseline_us[b] for b in baselines}}
+        samples = {c: [] for c in base}
+        refs = {c: [] for c in base}
+        replay = 0
+        for _ in range(self.rounds):
+            for c in [c for c in base if c != reference]:
+                clock = 1.0 + 0.3 * ((replay * 7919) % 13) / 13.0   # jumps around from replay to replay
+                if reference is not None:
+                    samples[reference].append(base[reference] * clock)
+                    refs[c].append(base[reference] * clock)
+                samples[c].append(base[c] * clock)
+                replay += 1
+        out = {}
+        for c in base:
+            t = self._summary(samples[c])
+            if refs[c]:
+                t["ref_samples_us"] = refs[c]
+            out[c] = {"status": STATUS_OK, "device": t, "rel_error": 2e-4}
+        return MeasureResult(kernels={k["id"]: out[k["id"]] for k in kernels},
+                             baselines={b: out[b] for b in baselines}, failures={}, info={}, gpu_seconds=0.01,
+                             restarts=0)
 
     def close(self):
         pass
@@ -56,12 +73,13 @@ def test_search_measurements_are_paired_with_the_shapes_reference(tmp_path):
     assert ev.set_reference(problem, start) == "cublaslt_heuristic"   # autotuned ones are not paired with
     items = [(g, BuildResult(g.id, "key", True, library="/x.so")) for g in genomes]
     ms, _, _ = ev._measure(problem, items, with_baselines=False)
-    assert ev.pool.requests[-1] == ([g.id for g in genomes], ["cublaslt_heuristic"])
+    assert ev.pool.requests[-1] == ([g.id for g in genomes], ["cublaslt_heuristic"], "cublaslt_heuristic")
     a, b = ms
-    # every round moved both by the same clock factor: the paired ratio is exact, the raw medians are not
+    # each kernel replay came right after a reference replay, under the same clock: the paired ratio
+    # is exact although the clock jumped between replays (the raw medians are not)
     assert all(math.isclose(a.paired[k], 44.0 / 40.0) for k in ("median", "low", "high"))
-    assert math.isclose(a.time_us, 44.0 / (44.0 / 40.0)) and math.isclose(b.time_us, 50.0)
-    assert a.raw_time_us == 40.0 * 1.1 and a.paired["reference"] == "cublaslt_heuristic"
+    assert math.isclose(a.time_us, 40.0) and math.isclose(b.time_us, 50.0)
+    assert not math.isclose(a.raw_time_us, 40.0) and a.paired["reference"] == "cublaslt_heuristic"
     # a measurement keeps its pairing through the database and JSON
     assert Measurement.from_dict(a.to_dict()).time_us == a.time_us
     # pairing off: no reference is timed, times are raw
@@ -69,7 +87,25 @@ def test_search_measurements_are_paired_with_the_shapes_reference(tmp_path):
     off.pool = StubPool({genomes[0].id: 40.0}, {})
     assert off.set_reference(problem, start) is None
     (m,), _, _ = off._measure(problem, items[:1], with_baselines=False)
-    assert m.paired is None and m.time_us == 40.0 * 1.1 and off.pool.requests[-1][1] == []
+    assert m.paired is None and m.time_us == m.raw_time_us and off.pool.requests[-1][1:] == ([], None)
+
+
+def test_paired_ratios_through_an_alternation_reference():
+    from evaluator.api import Timing
+    from evaluator.paired import paired_ratio
+    clocks = [1.0, 1.3, 0.9]
+    ref = Timing(10.0, 9.0, 13.0, 6, samples_us=[10 * c for c in clocks] * 2)          # the reference itself
+    k = Timing(5.0, 4.5, 6.5, 3, samples_us=[5 * c for c in clocks], ref_samples_us=[10 * c for c in clocks])
+    v = Timing(8.0, 7.2, 10.4, 3, samples_us=[8 * c for c in clocks[::-1]],
+               ref_samples_us=[10 * c for c in clocks[::-1]])
+    assert math.isclose(paired_ratio(ref, k).median, 2.0) and paired_ratio(ref, k).spread < 1e-12
+    assert math.isclose(paired_ratio(k, ref).median, 0.5)
+    # two candidates that each alternated with the reference, in other rounds' clocks: still exact
+    assert math.isclose(paired_ratio(v, k).median, 1.6) and paired_ratio(v, k).spread < 1e-12
+    # without alternation, rounds pair up as before
+    a = Timing(2.0, 2.0, 2.0, 2, samples_us=[2.0, 2.2])
+    b = Timing(1.0, 1.0, 1.1, 2, samples_us=[1.0, 1.1])
+    assert math.isclose(paired_ratio(a, b).median, 2.0)
 
 
 class NoisyGpu(FakeEvaluator):
