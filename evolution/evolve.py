@@ -44,6 +44,21 @@ REWARDS = ("log_ratio", "improvement", "success")
 MAX_ATTEMPTS = 12  # operator draws per child before falling back to a fresh sample
 
 
+def _round_robin_by_family(seeds: Sequence[tuple[Genome, str, str]]) -> list[tuple[Genome, str, str]]:
+    """Seeds dealt family by family in turn (each family's own order kept), so that a first
+    population smaller than the seed list holds seeds of every family, not of the first alone."""
+    by_family: dict[str, list[tuple[Genome, str, str]]] = {}
+    for seed in seeds:
+        by_family.setdefault(seed[0].family, []).append(seed)
+    queues = list(by_family.values())
+    out: list[tuple[Genome, str, str]] = []
+    while any(queues):
+        for queue in queues:
+            if queue:
+                out.append(queue.pop(0))
+    return out
+
+
 class EvolutionStrategy:
     """Island-model evolution with a bandit over operators. See the module docstring."""
 
@@ -185,7 +200,7 @@ class EvolutionStrategy:
         out: list[Offspring] = []
         n_seeds = min(len(self.seeds), int(math.floor(self.seed_fraction * n)))
         cursor = 0
-        for genome, origin, note in self.seeds[:n_seeds]:
+        for genome, origin, note in _round_robin_by_family(self.seeds)[:n_seeds]:
             islands = [i for i in self.islands if i.family == genome.family]
             if not islands or genome.id in self.proposed:
                 continue

@@ -170,7 +170,8 @@ def builtin_families() -> list[TemplateFamily]:
     from .sm90_cutlass import FAMILY as SM90
     from .sm80_cutlass import FAMILY as SM80
     from .sm90_padded import FAMILY as PADDED
-    return [SM90, SKINNY, PADDED, SM80]
+    from .sm90_splitk import FAMILY as SPLITK
+    return [SM90, SKINNY, PADDED, SM80, SPLITK]
 
 
 def default_family() -> str:

@@ -12,7 +12,7 @@ from templates import family_registry, render, template_blocks
 
 FAMILIES = family_registry()
 UNRENDERED = re.compile(r"\{\{\s*\w|\{%-?\s*(block|endblock|if|endif|for|raw|endraw|extends)\b")
-NAMES = ("sm90_cutlass", "skinny_mma", "sm90_padded", "sm80_cutlass")
+NAMES = ("sm90_cutlass", "skinny_mma", "sm90_padded", "sm80_cutlass", "sm90_splitk")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -54,7 +54,8 @@ def test_family_domains_say_why_a_shape_is_not_theirs():
 
 def test_skinny_rules_bound_registers_threads_and_shared_memory():
     sk = FAMILIES.resolve("skinny_mma").space
-    big = Genome.make("skinny_mma", dict(warp_rows=64, warps_r=4, warps_k=8, s_tile=64, unroll=8, cluster_k=1))
+    big = Genome.make("skinny_mma", dict(warp_rows=64, warps_r=4, warps_k=8, s_tile=64, unroll=8, cluster_k=1,
+                                         prefetch=1))
     rules = {v.rule for v in sk.violations(big)}
     assert {"registers", "threads", "smem-capacity"} <= rules
     fixed = sk.repair(big, random.Random(1))
@@ -134,3 +135,29 @@ def test_padded_c_can_be_stored_directly_with_the_nosmem_epilogue():
     src = render(direct, FAMILIES).source
     assert "constexpr int AlignmentD = 2;" in src and "NoSmemWarpSpecialized" in src
     assert "constexpr int AlignmentD = 8;" in render(Genome.make("sm90_padded", dict(seed, c_align=8)), FAMILIES).source
+
+
+def test_sm90_splitk_splits_k_evenly_into_a_batch_and_reduces_in_fp32():
+    fam = FAMILIES.resolve("sm90_splitk")
+    space = fam.space
+    g = fam.seeds()[0][1]
+    assert fam.knob_vector(g)[:5] == tuple(FAMILIES.resolve("sm90_cutlass").knob_vector(
+        Genome.make("sm90_cutlass", {k: v for k, v in g.param_dict.items() if k != "ksplit"})))
+    assert fam.knob_vector(g.with_params(ksplit=16))[-1] == 16
+    assert space.is_valid(g.with_params(ksplit=8), Problem(512, 512, 16384))
+    assert "equal parts" in str(space.violations(g.with_params(ksplit=3), Problem(512, 512, 16384))[0])
+    assert any(v.rule == "persistent-scheduler"
+               for v in space.violations(g.with_params(scheduler="streamk", schedule="cooperative", tile_m=128)))
+    src = render(g, FAMILIES).source
+    assert "using ElementD = float;" in src and "make_split_arguments" in src and "reduce_splits" in src
+    assert src.count("int evogemm_run(") == 1 and "KernelTmaWarpSpecialized" in src
+
+
+def test_a_first_population_smaller_than_the_seeds_holds_every_familys_seeds():
+    from evolution.evolve import _round_robin_by_family
+    seeds = [(g, "seed", n) for fam in ("sm90_cutlass", "skinny_mma") for n, g in FAMILIES.resolve(fam).seeds()]
+    dealt = _round_robin_by_family(seeds)
+    assert sorted(id(s) for s in dealt) == sorted(id(s) for s in seeds)
+    assert [s[0].family for s in dealt[:4]] == ["sm90_cutlass", "skinny_mma"] * 2
+    sm90 = [s for s in dealt if s[0].family == "sm90_cutlass"]
+    assert sm90 == [s for s in seeds if s[0].family == "sm90_cutlass"]      # each family keeps its order

@@ -1,0 +1,57 @@
+"""The search space of the `sm90_splitk` family: sm90_cutlass with K split into a batch of fp32
+partial products and a reduction launch (templates/sm90_splitk).
+
+Same tile parameters and rules as sm90_cutlass, the persistent scheduler only (the split is the
+batch, not stream-K), and one more runtime knob, `ksplit`. K must split into equal parts of a
+multiple of 8 elements (TMA's 16-byte batch stride), N a multiple of 8.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from typing import Any, Mapping
+
+from . import sm90_cutlass_space as _sm90
+from .problem import Problem
+from .space import ParamSpec, Params, Rule, SearchSpace, ShapeRule
+
+FAMILY = "sm90_splitk"
+KSPLIT = ParamSpec("ksplit", (2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64), kind="runtime",
+                   doc="K split into this many batches of fp32 partial sums, added by a second launch")
+
+
+def knobs(params: Mapping[str, Any]) -> list[int]:
+    return [*_sm90.knobs(params), int(params["ksplit"])]
+
+
+def _persistent(p):
+    if p["scheduler"] != "persistent":
+        return "sm90_splitk splits K as a batch: it uses the persistent scheduler, not stream-K"
+    return None
+
+
+def _fix_persistent(p: Params, rng: random.Random) -> Params:
+    p["scheduler"] = "persistent"
+    return p
+
+
+def _even_split(p, problem: Problem):
+    if problem.k % (8 * p["ksplit"]):
+        return (f"K={problem.k} does not split into {p['ksplit']} equal parts of a multiple of 8 "
+                "(TMA's 16-byte batch stride)")
+    if problem.n % 8:
+        return f"N={problem.n}: the fp32 partial sums and fp16 C need rows of a multiple of 8"
+    return None
+
+
+def make_space() -> SearchSpace:
+    base = _sm90.make_space()
+    rules = tuple(r for r in base.rules if r.name != "splits-need-streamk") + (
+        Rule("persistent-scheduler", "the persistent scheduler (the split is a batch)", _persistent,
+             _fix_persistent),)
+    return replace(base, family=FAMILY, params=(*base.params, KSPLIT), rules=rules,
+                   shape_rules=(ShapeRule("even-split", "K a multiple of 8 x ksplit, N a multiple of 8",
+                                          _even_split),),
+                   description="sm90_cutlass with K split into a batch of fp32 partial sums and a reduction "
+                               "launch (few output tiles, long K)")
