@@ -96,6 +96,20 @@ def load_kernels(paths: Iterable["str | Path"]) -> list[Genome]:
     return list(out.values())
 
 
+def halls_by_shape(paths: Iterable["str | Path"]) -> "dict[str, list[Genome]]":
+    """Shape name -> the genomes of that shape's hall of fame, over the campaign folders given
+    (`bench --per-shape`: each shape is timed with its own hall, not every hall)."""
+    out: dict[str, dict[str, Genome]] = {}
+    for raw in paths:
+        hall = Path(raw) / "hall_of_fame"
+        if not hall.is_dir():
+            raise BenchError(f"--per-shape: {raw} is not a campaign folder (no hall_of_fame/)")
+        for f in sorted(hall.glob("*.json")):
+            for g in _genomes_in(f):
+                out.setdefault(f.stem, {}).setdefault(g.id, g)
+    return {shape: list(gs.values()) for shape, gs in out.items()}
+
+
 def _genomes_in(path: Path) -> list[Genome]:
     try:
         data = json.loads(path.read_text())
@@ -122,11 +136,17 @@ def _genomes_in(path: Path) -> list[Genome]:
 
 # -- running ---------------------------------------------------------------------------------------
 
-def run_bench(problems: Sequence[Problem], kernels: Sequence[Genome], evaluator, progress=print) -> list[ShapeResult]:
+def run_bench(problems: Sequence[Problem], kernels: Sequence[Genome], evaluator, progress=print,
+              per_shape: "dict[str, list[Genome]] | None" = None) -> list[ShapeResult]:
+    """Time `kernels` (plus, with `per_shape`, the shape's own hall of fame) on every problem,
+    interleaved with the vendor baselines."""
     results = []
-    if kernels and hasattr(evaluator, "build"):
-        progress(f"building {len(kernels)} kernel(s) (cached builds are reused) ...")
-        builds = evaluator.build(kernels, progress=lambda d, n, r: progress(
+    every = {g.id: g for g in kernels}
+    for extra in (per_shape or {}).values():
+        every.update({g.id: g for g in extra})
+    if every and hasattr(evaluator, "build"):
+        progress(f"building {len(every)} kernel(s) (cached builds are reused) ...")
+        builds = evaluator.build(list(every.values()), progress=lambda d, n, r: progress(
             f"  build {d}/{n}: {'ok' if r.ok else 'FAILED'} {r.seconds:.0f}s{' (cache)' if r.cached else ''}"
             + ("" if r.ok else f" {r.reason}")))
         by_id = {b.genome_id: b for b in builds}
@@ -134,14 +154,16 @@ def run_bench(problems: Sequence[Problem], kernels: Sequence[Genome], evaluator,
         by_id = {}
     for i, problem in enumerate(problems, 1):
         start = time.monotonic()
+        shape_kernels = list({g.id: g for g in [*kernels, *(per_shape or {}).get(problem.name, [])]}.values())
         # every kernel goes to the evaluator, which answers "invalid" (with the rule) where one cannot run
         if hasattr(evaluator, "build"):
-            measurements, baselines = evaluator.evaluate(kernels, problem, builds=list(by_id.values()),
+            builds_here = [by_id[g.id] for g in shape_kernels if g.id in by_id]
+            measurements, baselines = evaluator.evaluate(shape_kernels, problem, builds=builds_here,
                                                          with_baselines=True, aa=True)
         else:
             baselines = evaluator.baselines(problem)
-            measurements = evaluator.evaluate(kernels, problem)
-        result = ShapeResult(problem, baselines, list(zip(kernels, measurements)))
+            measurements = evaluator.evaluate(shape_kernels, problem)
+        result = ShapeResult(problem, baselines, list(zip(shape_kernels, measurements)))
         results.append(result)
         best = result.best()
         vendor = baselines.best_vendor_us
@@ -164,7 +186,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         problems += [Problem.parse(s) for s in args.shapes or []]
         if not problems:
             raise BenchError("give --suite FILE and/or --shapes MxNxK ...")
-        kernels = load_kernels(args.kernels or [])
+        paths = list(args.kernels or [])
+        campaigns = [p for p in paths if (Path(p) / "hall_of_fame").is_dir()] if args.per_shape else []
+        kernels = load_kernels([p for p in paths if p not in campaigns])
+        per_shape = halls_by_shape(campaigns) if campaigns else None
     except (BenchError, ValueError) as exc:
         raise CliError(str(exc)) from exc
     from evaluator.gpu_worker import check_timing
@@ -201,12 +226,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if evaluator.simulated:
         print(f"no GPU in use: figures come from the analytic simulator ({device}); they are SIMULATED", flush=True)
     try:
-        results = run_bench(problems, kernels, evaluator, progress=lambda s: print(s, flush=True))
+        results = run_bench(problems, kernels, evaluator, progress=lambda s: print(s, flush=True),
+                            per_shape=per_shape)
     finally:
         evaluator.close()
     meta = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "device": device,
             "simulated": bool(evaluator.simulated), "command": "evogemm " + " ".join(sys.argv[1:]),
-            "n_kernels": len(kernels), "host": platform.node(), "timing": timing, "modes": list(modes),
+            "n_kernels": len(kernels) + sum(len(v) for v in (per_shape or {}).values()),
+            "host": platform.node(), "timing": timing, "modes": list(modes),
             "below_protocol": below,
             "timing_note": ("analytic model (simulated), no timing" if evaluator.simulated else
                             "graph replay, >=3x L2 rotation, >=1 s warm-up, interleaved; " + json.dumps(timing))}
@@ -229,6 +256,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--groups", help="comma-separated groups of the suite to include (default all)")
     p.add_argument("--shapes", nargs="*", help="shapes MxNxK")
     p.add_argument("--kernels", nargs="*", help="genome JSON files, folders of them, or a campaign dir (its hall_of_fame/)")
+    p.add_argument("--per-shape", action="store_true",
+                   help="time each shape with its own hall of fame from the campaign folders given (not every "
+                        "hall on every shape); other kernel files are timed on every shape")
     p.add_argument("--modes", default="device,server,call", help="timing modes (default device,server,call)")
     p.add_argument("--backend", default="auto", choices=("auto", "gpu", "simulator"))
     p.add_argument("--out", default="bench-out", help="output folder for bench.json, bench.csv, bench.md")

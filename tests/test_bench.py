@@ -176,3 +176,24 @@ def test_paired_ratios_and_the_aa_figure_in_the_report():
                                "peak_tflops": 989.0, "hbm_tbps": 4.3, "hbm_source": "test"})
     assert f"{p.median:.3f} [{p.low:.3f}-{p.high:.3f}]" in md and "0.998 [0.990-1.010]" in md
     assert "A/A (a kernel against itself, paired): largest deviation 0.9980" in md
+
+
+def test_per_shape_bench_times_each_shape_with_its_own_hall_of_fame(tmp_path):
+    from genome import Genome
+    from templates import get_space
+    space = get_space("sm90_cutlass")
+    seeds = sorted((REPO / "templates" / "sm90_cutlass" / "seeds").glob("*.json"))
+    camp = tmp_path / "camp" / "hall_of_fame"
+    camp.mkdir(parents=True)
+    a, b = (Genome.load(f) for f in seeds[:2])
+    (camp / "1024x1024x1024.json").write_text(json.dumps([{"genome": a.to_dict()}]))
+    (camp / "2048x2048x2048.json").write_text(json.dumps([{"genome": b.to_dict()}]))
+    assert space.is_valid(a) and space.is_valid(b)
+    out = tmp_path / "b"
+    run = subprocess.run([sys.executable, "-m", "experiments.cli", "bench", "--backend", "simulator", "--per-shape",
+                          "--shapes", "1024x1024x1024", "2048x2048x2048", "--kernels", str(tmp_path / "camp"),
+                          "--out", str(out)], capture_output=True, text=True, cwd=REPO)
+    assert run.returncode == 0, run.stderr
+    data = json.loads((out / "bench.json").read_text())
+    timed = {s["problem"]: [k["genome"]["id"] for k in s["kernels"]] for s in data["shapes"]}
+    assert timed == {"1024x1024x1024": [a.id], "2048x2048x2048": [b.id]}
