@@ -199,6 +199,28 @@ class GpuEvaluator:
             return ordered, bs
         return ordered
 
+    def focused_pair(self, problem: Problem, genome: Genome, build: BuildResult, vendor: str) -> dict:
+        """One kernel against one vendor baseline, and against a twin of itself, in a run of those
+        three alone: every round times the vendor right before the kernel and right before the
+        twin, so a round lasts a few replays and the pairs see the same clock. Returns
+        {kernel, vendor, paired (vendor / kernel), aa (kernel / twin)}, ratios as PairedRatio dicts."""
+        spec = {"id": genome.id, "lib": build.library, "knobs": list(build.knobs)}
+        twin = dict(spec, id=genome.id + AA_SUFFIX)
+        result = self.pool.measure(problem, [spec, twin], [vendor], ("device",), self.timing,
+                                   self._seed_for(problem, [vendor]), reference=vendor)
+        self.pipeline.stats.gpu_busy_seconds += result.gpu_seconds
+        k = _timing((result.kernels.get(genome.id) or {}).get("device"))
+        t = _timing((result.kernels.get(twin["id"]) or {}).get("device"))
+        v = _timing((result.baselines.get(vendor) or {}).get("device"))
+        out: dict = {"kernel": genome.id, "vendor": vendor}
+        paired, aa = paired_ratio(v, k), paired_ratio(k, t)
+        if paired is None or aa is None:
+            why = result.failures.get(genome.id) or result.failures.get(vendor) or ("not timed", "")
+            out["reason"] = f"{why[0]}: {why[1]}".strip(": ")
+            return out
+        out.update(paired=paired.to_dict(), aa=aa.to_dict(), kernel_us=k.median_us, vendor_us=v.median_us)
+        return out
+
     def close(self) -> None:
         self.compiler.close()
         self.pool.close()

@@ -166,6 +166,9 @@ def run_bench(problems: Sequence[Problem], kernels: Sequence[Genome], evaluator,
         result = ShapeResult(problem, baselines, list(zip(shape_kernels, measurements)))
         results.append(result)
         best = result.best()
+        vendor_best = baselines.best("device")
+        if best and vendor_best and hasattr(evaluator, "focused_pair") and best[0].id in by_id:
+            result.focused = evaluator.focused_pair(problem, best[0], by_id[best[0].id], vendor_best[0])
         vendor = baselines.best_vendor_us
         msg = f"[{i}/{len(problems)}] {problem.name}: best vendor {vendor:.1f} us" if vendor else f"[{i}/{len(problems)}] {problem.name}"
         if best:

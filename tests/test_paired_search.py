@@ -160,3 +160,22 @@ def test_the_hall_of_fame_holds_confirmed_measurements_and_a_resume_replays_them
     assert replay.calls == []
     hof2 = result2.states["1024x1024x1024"].hof
     assert [(i.id, i.time_us) for i in hof2] == [(i.id, i.time_us) for i in state.hof]
+
+
+def test_focused_pair_times_the_best_kernel_its_twin_and_the_vendor_alone(tmp_path):
+    from evaluator.gpu import AA_SUFFIX
+    from experiments.bench_report import ShapeResult
+    fam = family_registry().resolve("sm90_cutlass")
+    g = fam.seeds()[0][1]
+    problem = Problem(8192, 8192, 8192)
+    ev = GpuEvaluator(cache_dir=tmp_path)
+    ev.pool = StubPool({g.id: 1500.0, g.id + AA_SUFFIX: 1500.0}, {"cublaslt_autotuned": 1650.0})
+    out = ev.focused_pair(problem, g, BuildResult(g.id, "key", True, library="/x.so"), "cublaslt_autotuned")
+    assert ev.pool.requests[-1] == ([g.id, g.id + AA_SUFFIX], ["cublaslt_autotuned"], "cublaslt_autotuned")
+    assert math.isclose(out["paired"]["median"], 1650.0 / 1500.0)
+    assert math.isclose(out["paired"]["low"], out["paired"]["high"])
+    assert math.isclose(out["aa"]["median"], 1.0) and math.isclose(out["aa"]["high"], out["aa"]["low"])
+    # the report quotes the focused figures over those of the run of every candidate
+    result = ShapeResult(problem, BaselineSet(problem.name, aa={"kernel": "x", "median": 0.9, "low": 0.8,
+                                                                "high": 1.0, "rounds": 5}), focused=out)
+    assert math.isclose(result.paired().median, 1650.0 / 1500.0) and result.aa()["median"] == out["aa"]["median"]
