@@ -1,9 +1,10 @@
 """Device time in the GPU worker (../shared/MEASURE.md): each candidate's launches are captured
 back to back in a CUDA graph rotating over input sets (>= 3x L2 in total), all graphs are warmed
-up round robin, then timed in interleaved rounds in a shuffled order; the last round re-checks
-each candidate's output. The figure is the median time per launch over the rounds, with min/max,
-and the samples of every round in order: two candidates' samples of one round were taken within
-one round of each other, so their ratios pair out clock and power drift (evaluator/paired.py).
+up round robin, then timed in interleaved rounds in a shuffled order (each candidate right after a
+replay of the run's reference, when it names one), back to back; one more, untimed replay of each
+graph then re-checks its output. The figure is the median time per launch over the rounds, with
+min/max, and the samples of every round in order: two candidates' samples of one round were taken
+within one round of each other, so their ratios pair out clock and power drift (evaluator/paired.py).
 """
 
 from __future__ import annotations
@@ -78,35 +79,35 @@ def timed_rounds(w: "Worker", live: "list[Candidate]", sets: "list[InputSet]", c
     per replay (us per launch). With a reference (cfg["reference"], a live candidate's id), each
     other candidate's replay comes right after a replay of the reference, whose sample is kept
     with it (`ref_samples`): the pair is a few milliseconds apart however many candidates a round
-    holds, so clock and power drift cancel in their ratio. In the last round the set a replay
-    writes last is poisoned first and its output checked after: the timed kernel must still be right."""
+    holds, so clock and power drift cancel in their ratio. The rounds run back to back; after them
+    one more replay of each graph, not timed, has the set it writes last poisoned first and its
+    output checked after: the timed graph must still be right. (Checking inside the last timed
+    round left the GPU idle between replays, and the clock boosts after idle: that round's pairs
+    were the outliers of every A/A figure above 1 ms.)"""
     repeats = int(cfg["repeats"])
     reference = next((c for c in live if c.id == cfg.get("reference")), None)
     if reference is not None and len(live) < 2:
         reference = None
-    for r in range(repeats):
-        last_round = r == repeats - 1
+    for _ in range(repeats):
         order = [c for c in live if c is not reference]
         rng.shuffle(order)
-        for i, cand in enumerate(order):
+        for cand in order:
             if reference is not None:
-                ref_us = _timed_replay(w, reference, sets, cfg, check=last_round and i == 0)
-                cand.ref_samples.append(ref_us)
-            _timed_replay(w, cand, sets, cfg, check=last_round)
-
-
-def _timed_replay(w: "Worker", cand: Candidate, sets: "list[InputSet]", cfg: dict, check: bool) -> float:
-    """One replay of a candidate's graph: its sample (us per launch), recorded; with `check`, the
-    set it writes last is poisoned first and its output checked after."""
-    final = sets[last_set_index(cand.launches, len(sets))]
-    if check:
-        poison(w.torch, final)  # the timed run must write every element again
-    w.running(cand.id, "time")
-    ms = w.cuda.replay_ms(cand.exe)
-    us = ms * 1000.0 / cand.launches
-    cand.samples.append(us)
-    if check:
+                cand.ref_samples.append(_timed_replay(w, reference))
+            _timed_replay(w, cand)
+    for cand in live:
+        final = sets[last_set_index(cand.launches, len(sets))]
+        poison(w.torch, final)  # the replay must write every element again
+        w.running(cand.id, "recheck")
+        w.cuda.replay_ms(cand.exe)
         recheck_output(w.torch, cand, final, cfg["tolerance"])
+
+
+def _timed_replay(w: "Worker", cand: Candidate) -> float:
+    """One timed replay of a candidate's graph: its sample (us per launch), recorded."""
+    w.running(cand.id, "time")
+    us = w.cuda.replay_ms(cand.exe) * 1000.0 / cand.launches
+    cand.samples.append(us)
     return us
 
 

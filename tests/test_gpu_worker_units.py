@@ -592,16 +592,22 @@ def test_timed_rounds_alternate_every_candidate_with_the_reference(monkeypatch):
     timing_device.timed_rounds(w, cands, ["s0"], {"repeats": 3, "reference": "ref", "tolerance": 1e-3},
                                _random.Random(0))
     replays = [e[1] for e in log if e[0] == "replay"]
-    assert len(replays) == 3 * 3 * 2 and replays[0::2] == ["ref"] * 9          # ref right before each
+    timed, checks = replays[:18], replays[18:]
+    assert timed[0::2] == ["ref"] * 9                                          # ref right before each
+    assert sorted(checks) == ["a", "b", "c", "ref"]                            # then one checked replay each
     for c in cands[1:]:
         assert len(c.samples) == 3 and len(c.ref_samples) == 3
         assert all(s == r + 1 for s, r in zip(c.samples, c.ref_samples))         # the replay just before
     assert len(cands[0].samples) == 9 and not cands[0].ref_samples
-    # the last round re-checks every candidate's output once, the reference's too
+    # after the timed rounds, every candidate's output is re-checked once (the reference's too),
+    # each right after a poison of its output, and those replays are not samples
     assert sorted(e[1] for e in log if e[0] == "check") == ["a", "b", "c", "ref"]
+    tail = log[-12:]
+    assert [e[0] for e in tail] == ["poison", "replay", "check"] * 4
     # without a reference: one replay per candidate per round, as before
     plain = [Candidate(i, "kernel", launches=1, exe=i) for i in ("a", "b")]
     log.clear()
     timing_device.timed_rounds(w, plain, ["s0"], {"repeats": 2, "reference": None, "tolerance": 1e-3},
                                _random.Random(0))
-    assert len([e for e in log if e[0] == "replay"]) == 4 and not plain[0].ref_samples
+    assert len([e for e in log if e[0] == "replay"]) == 4 + 2 and not plain[0].ref_samples
+    assert len(plain[0].samples) == 2
