@@ -65,6 +65,17 @@ class TemplateFamily:
     def arch_flags(self) -> tuple[str, ...]:
         return (f"-gencode=arch=compute_{self.arch},code=sm_{self.arch}",)
 
+    def extended_by(self, name: str, make_space: Callable[[], SearchSpace], template_dir: Path,
+                    simulator_model: str, description: str, knobs: KnobPacker) -> "TemplateFamily":
+        """A family whose template (in `template_dir`) extends this family's and overrides some of
+        its blocks: same architecture, flags and device needs, its own space, seeds and model."""
+        template_dir = Path(template_dir)
+        return TemplateFamily(name=name, make_space=make_space, template_dir=template_dir,
+                              template_search_path=(template_dir.parent,), knobs=knobs, arch=self.arch,
+                              nvcc_flags=self.nvcc_flags, min_compute_capability=self.min_compute_capability,
+                              simulator_model=simulator_model, seeds_dir=template_dir / "seeds",
+                              description=description)
+
     def template_folders(self) -> list[str]:
         """Where its template and whatever the template extends are looked up, in order."""
         return [str(self.template_dir), *(str(p) for p in self.template_search_path)]

@@ -5,22 +5,10 @@ from pathlib import Path
 
 from genome import sm90_padded_space
 
-from ..family import TemplateFamily
 from ..sm90_cutlass import FAMILY as SM90
 
-HERE = Path(__file__).resolve().parent
-
-FAMILY = TemplateFamily(
-    name=sm90_padded_space.FAMILY,
-    make_space=sm90_padded_space.make_space,
-    template_dir=HERE,
-    template_search_path=(HERE.parent,),
-    knobs=sm90_padded_space.knobs,
-    arch=SM90.arch,
-    nvcc_flags=SM90.nvcc_flags,
-    min_compute_capability=SM90.min_compute_capability,
-    simulator_model="evaluator.sim_padded:model",
-    seeds_dir=HERE / "seeds",
+FAMILY = SM90.extended_by(
+    sm90_padded_space.FAMILY, sm90_padded_space.make_space, Path(__file__).resolve().parent,
+    simulator_model="evaluator.sim_padded:model", knobs=sm90_padded_space.knobs,
     description="sm90_cutlass for unaligned N or K: aligned copies of the unaligned operands "
-                "(one pre-pass, one post-pass launch) inside the timed call",
-)
+                "(one pre-pass, one post-pass launch) inside the timed call")
