@@ -181,8 +181,9 @@ def builtin_families() -> list[TemplateFamily]:
     from .sm90_cutlass import FAMILY as SM90
     from .sm80_cutlass import FAMILY as SM80
     from .sm90_padded import FAMILY as PADDED
+    from .sm90_lean import FAMILY as LEAN
     from .sm90_splitk import FAMILY as SPLITK
-    return [SM90, SKINNY, PADDED, SM80, SPLITK]
+    return [SM90, SKINNY, PADDED, SM80, SPLITK, LEAN]
 
 
 def default_family() -> str:

@@ -88,7 +88,7 @@ def block_source(genome: Genome, block: str, families: "FamilyRegistry | None" =
 
 def _context(genome: Genome, family: TemplateFamily) -> dict:
     compile_params = family.space.compile_params(genome)
-    return {"p": SimpleNamespace(**compile_params),
+    return {"p": SimpleNamespace(**compile_params), "family": family.name,
             "params_json": json.dumps(compile_params, sort_keys=True)}
 
 

@@ -12,7 +12,7 @@ from templates import family_registry, render, template_blocks
 
 FAMILIES = family_registry()
 UNRENDERED = re.compile(r"\{\{\s*\w|\{%-?\s*(block|endblock|if|endif|for|raw|endraw|extends)\b")
-NAMES = ("sm90_cutlass", "skinny_mma", "sm90_padded", "sm80_cutlass", "sm90_splitk")
+NAMES = ("sm90_cutlass", "skinny_mma", "sm90_padded", "sm80_cutlass", "sm90_splitk", "sm90_lean")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -161,3 +161,16 @@ def test_a_first_population_smaller_than_the_seeds_holds_every_familys_seeds():
     assert [s[0].family for s in dealt[:4]] == ["sm90_cutlass", "skinny_mma"] * 2
     sm90 = [s for s in dealt if s[0].family == "sm90_cutlass"]
     assert sm90 == [s for s in seeds if s[0].family == "sm90_cutlass"]      # each family keeps its order
+
+
+def test_sm90_lean_is_the_non_persistent_warp_specialised_schedule():
+    fam = FAMILIES.resolve("sm90_lean")
+    space = fam.space
+    assert space.spec("schedule").choices == ("ws",) and space.spec("scheduler").choices == ("persistent",)
+    g = fam.seeds()[0][1]
+    src = render(g, FAMILIES).source
+    assert "cutlass::gemm::KernelTmaWarpSpecialized;" in src and "Cooperative" not in src and "Pingpong" not in src
+    # one consumer warpgroup holds the whole tile's accumulators
+    big = g.with_params(tile_m=256, tile_n=256)
+    assert any(v.rule == "accumulator-registers" for v in space.violations(big))
+    assert fam.knob_vector(g) == (0, 1, 1, 0, 0)
