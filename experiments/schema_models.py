@@ -267,8 +267,21 @@ class Provider(Strict):
     model: str
     base_url: "str | None" = None
     api_key_env: "str | None" = None
+    options: dict[str, Any] = Field(default_factory=dict,
+                                    description="the provider's own settings, e.g. timeout_s, max_retries, "
+                                                "max_concurrency (openai) or path (replay)")
 
     _kind = registered("kind", "providers")
+
+    @field_validator("options")
+    @classmethod
+    def _options(cls, options: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        kind = info.data.get("kind")
+        if kind is not None:
+            factory = resolve(plugins_of(info).providers, kind)
+            check_params(factory, options, ("name", "model", "base_url", "api_key_env", "sleep"),
+                         f"LLM provider {kind!r}")
+        return options
 
     @field_validator("api_key_env")
     @classmethod

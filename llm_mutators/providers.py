@@ -1,9 +1,10 @@
 """LLM providers by kind: the registry that a campaign's `llm.providers[].kind` names.
 
 A provider is a class constructed with the provider entry's settings (name, model, base_url,
-api_key_env) that answers chat requests with `complete(messages, **options)`. The built-in
-providers (OpenAI-compatible HTTP, local transformers model, replay) register here as they are
-written; a user's own provider is named by import path `package.module:Class`.
+api_key_env, and its `options`) that answers chat requests with `complete(messages, ...)`,
+returning a `ChatResult` or raising `ProviderError` (llm_mutators/chat.py). Built in: `openai`
+(any OpenAI-compatible chat-completions server) and `replay` (recorded responses); a user's own
+provider is named by import path `package.module:Class`.
 """
 
 from __future__ import annotations
@@ -21,5 +22,8 @@ class Provider(Protocol):
 
 
 def provider_registry() -> Registry:
-    """A fresh registry of LLM provider kinds (none built in yet; plug-ins by import path)."""
-    return Registry("LLM provider", {}, check=class_with("complete"))
+    """A fresh registry of LLM provider kinds: the built-ins, plus plug-ins by import path."""
+    from .openai_compat import OpenAICompatible
+    from .replay import ReplayProvider
+    return Registry("LLM provider", {"openai": OpenAICompatible, "replay": ReplayProvider},
+                    check=class_with("complete"))
