@@ -21,6 +21,9 @@ a `kill -9` at any moment loses at most the evaluation in flight. Tables:
                                 one row per (genome, problem), never two: a genome measured on a
                                 problem is never measured again. device_us is the time the search
                                 ranks by (Measurement.time_us: drift-corrected when `paired`)
+  llm_calls(key, model, messages, status, text, error, tokens, response, created)
+                                every LLM call, recorded before its answer is used: a resume
+                                answers the same request from here (no paid call repeated)
   confirmations(genome_id, problem, json, created)
                                 the second, independent measurement a genome gets before it enters
                                 the shape's hall of fame (GPU campaigns); the hall holds this one
@@ -318,6 +321,24 @@ class CampaignDB:
             return None
         data = json.loads(r["json"])
         return BaselineSet.from_dict(data["baselines"]), [Measurement.from_dict(m) for m in data["measurements"]]
+
+    # -- LLM calls: recorded before their answer is used (evolution/llm_gateway.py) --------------
+    def record_llm_call(self, key: str, model: str, messages: Any, status: str, text: "str | None" = None,
+                        error: "str | None" = None, tokens: int = 0, response: Any = None) -> None:
+        with self._tx():
+            self.conn.execute(
+                "INSERT OR REPLACE INTO llm_calls(key, model, messages, status, text, error, tokens, response, created) "
+                "VALUES (?,?,?,?,?,?,?,?,?)",
+                (key, model, _dumps(list(messages)), status, text, error, int(tokens),
+                 _dumps(response) if response is not None else None, time.time()))
+            self._touch()
+
+    def llm_call(self, key: str) -> "dict | None":
+        r = self.conn.execute("SELECT * FROM llm_calls WHERE key=?", (key,)).fetchone()
+        return dict(r) if r else None
+
+    def llm_tokens_used(self) -> int:
+        return int(self.conn.execute("SELECT COALESCE(SUM(tokens), 0) FROM llm_calls").fetchone()[0])
 
     # -- confirmations: a second, independent measurement before a genome enters the hall of fame --
     def record_confirmation(self, m: Measurement) -> None:

@@ -33,6 +33,9 @@ CREATE TABLE IF NOT EXISTS verified (
 CREATE TABLE IF NOT EXISTS confirmations (
     genome_id TEXT NOT NULL, problem TEXT NOT NULL, json TEXT NOT NULL, created REAL NOT NULL,
     PRIMARY KEY (genome_id, problem));
+CREATE TABLE IF NOT EXISTS llm_calls (
+    key TEXT PRIMARY KEY, model TEXT NOT NULL, messages TEXT NOT NULL, status TEXT NOT NULL,
+    text TEXT, error TEXT, tokens INTEGER NOT NULL DEFAULT 0, response TEXT, created REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL NOT NULL, session INTEGER, kind TEXT NOT NULL,
     problem TEXT, data TEXT);

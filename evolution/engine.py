@@ -39,6 +39,7 @@ from .operators import build_operators
 from .plugins import Plugins, make_plugins
 from .population import Individual, fitness_value, make_hall_of_fame
 from .confirm import admit
+from .llm_gateway import make_gateway
 from .reverify import verify_hall_of_fame
 from .rng import derive_seed
 from .search import StrategyContext, build_strategy
@@ -91,6 +92,7 @@ class Engine:
             self.simulated = bool(getattr(evaluator, "simulated", False))
         self.evaluator_description: "str | None" = db.get_meta("evaluator_description")
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evogemm-propose")
+        self.llm = make_gateway(config, db, self.plugins.providers, self.log)
         self._started = time.monotonic()
 
     # -- setup ------------------------------------------------------------------------------------
@@ -125,6 +127,8 @@ class Engine:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        if self.llm is not None:
+            self.llm.close()
         if self._own_evaluator and self._evaluator is not None:
             self._evaluator.close()
 
@@ -252,7 +256,7 @@ class Engine:
             params=dict(cfg.strategy.params), config=cfg, best_vendor_us=state.best_vendor_us,
             operators=lambda: build_operators(cfg.operators, plugins.operators), policy=policy,
             parent_selection=lambda: plugins.parent_selections.create(parents.name, **parents.params),
-            seeds=seeds, render=self.render)
+            seeds=seeds, render=self.render, llm=self.llm)
         return build_strategy(plugins.strategies.resolve(name), ctx)
 
     # -- rounds -----------------------------------------------------------------------------------

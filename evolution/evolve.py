@@ -67,7 +67,8 @@ class EvolutionStrategy:
                  elite: int = 2, tournament: int = 2, migration_interval: int = 4, migration_size: int = 2,
                  seed_fraction: float = 0.5, seeds: Sequence[tuple[Genome, str, str]] = (),
                  best_vendor_us: "float | None" = None, failure_reward: float = -1.0, reward: str = "success",
-                 parent_selection: Any = None, render: "Callable[[Genome], str] | None" = None):
+                 parent_selection: Any = None, render: "Callable[[Genome], str] | None" = None,
+                 llm: "Callable[..., Any] | None" = None):
         if not spaces:
             raise ValueError("evolution needs at least one search space")
         if not operators:
@@ -87,6 +88,7 @@ class EvolutionStrategy:
             raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
         self.reward_kind = reward
         self.render = render
+        self.llm = llm
         families = [s.family for s in spaces]
         n_islands = max(islands, len(families))
         self.islands = [Island(i, families[i % len(families)]) for i in range(n_islands)]
@@ -97,6 +99,7 @@ class EvolutionStrategy:
         self.lineage: dict[str, dict[str, Any]] = {}     # genome id -> arm, parents, island
         self.known: dict[str, Individual] = {}          # successful genomes told so far
         self.failures: list[dict[str, Any]] = []
+        self.operator_failures: list[dict[str, Any]] = []  # operators that produced no child, and why
         self.rewards: list[tuple[str, float]] = []
         self.events: list[str] = []                      # drained by the engine into the log
         self._cursor = 0                                 # next island to breed on
@@ -130,7 +133,8 @@ class EvolutionStrategy:
                    tournament=pop.tournament, migration_interval=pop.migration_interval,
                    migration_size=pop.migration_size, seed_fraction=pop.seed_fraction, seeds=seeds,
                    best_vendor_us=ctx.best_vendor_us, failure_reward=cfg.selection.failure_reward,
-                   reward=cfg.selection.reward, parent_selection=ctx.parent_selection(), render=ctx.render)
+                   reward=cfg.selection.reward, parent_selection=ctx.parent_selection(), render=ctx.render,
+                   llm=getattr(ctx, "llm", None))
 
     # -- search-strategy protocol -----------------------------------------------------------------
     @property
@@ -246,10 +250,17 @@ class EvolutionStrategy:
             if entry.arity > 0:
                 parents = list(self.toolbox.select_parents(candidates, entry.arity, self.rng, space))
             ctx = OperatorContext(space=space, problem=self.problem, rng=self.rng, history=self._history(island),
-                                  render=self.render, spaces=self.spaces)
+                                  render=self.render, spaces=self.spaces, llm=self.llm)
             try:
                 children = self.toolbox.vary(entry.operator, parents, ctx)
             except InvalidGenome:
+                continue
+            except Exception as exc:  # noqa: BLE001 - an operator's failure costs its arm, never the campaign
+                self.policy.update(arm, self.failure_reward)
+                self.rewards.append((arm, self.failure_reward))
+                self.operator_failures.append({"arm": arm, "error": type(exc).__name__, "reason": str(exc)[:300]})
+                self.events.append(f"operator {arm} failed ({type(exc).__name__}: {str(exc)[:160]}); "
+                                   f"credited {self.failure_reward:+g} to its arm")
                 continue
             for child in children:
                 if child.genome.id in self.proposed:

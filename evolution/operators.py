@@ -42,7 +42,9 @@ def _check_operator(obj: Any) -> "str | None":
 
 def operator_registry(extra: "Mapping[str, Callable[..., Operator]] | None" = None) -> Registry[Operator]:
     """A fresh registry: the classic operators, plus `extra` (name -> factory)."""
-    reg: Registry[Operator] = Registry("operator", classic_operators(), check=_check_operator)
+    from llm_mutators.param_op import LlmParam
+    reg: Registry[Operator] = Registry("operator", {**classic_operators(), "llm_param": LlmParam},
+                                       check=_check_operator)
     for name, factory in (extra or {}).items():
         reg.register(name, factory)
     return reg

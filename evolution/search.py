@@ -36,6 +36,7 @@ class StrategyContext:
     parent_selection: Callable[[], Any] = lambda: None
     seeds: Callable[[int], list] = lambda limit: []
     render: "Callable[[Any], str] | None" = None
+    llm: "Callable[..., Any] | None" = None        # the campaign's LLM gateway (None: no providers)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def seed_for(self, *parts: Any) -> int:

@@ -93,8 +93,8 @@ class OperatorSpec(Strict):
     def _known(cls, name: str, info: ValidationInfo) -> str:
         registry = plugins_of(info).operators
         if name.startswith("llm_") and name not in registry and not is_import_path(name):
-            raise ValueError(f"LLM operator {name!r} is not available yet (llm_mutators has no operators); "
-                             f"available: {', '.join(registry.names())}, or an import path package.module:Class")
+            raise ValueError(f"LLM operator {name!r} is not available; available: {', '.join(registry.names())}, "
+                             "or an import path package.module:Class")
         resolve(registry, name)
         return name
 
@@ -109,6 +109,8 @@ class OperatorSpec(Strict):
         guarded(what, lambda: check_params(factory, params, (), what))
         kwargs = dict(params)
         model = info.data.get("model")
+        if model is None and name.startswith("llm_"):
+            raise ValueError(f"the LLM operator {name!r} needs `model:` (the name or model of one of llm.providers)")
         if model is not None and _takes(factory, "model"):
             kwargs["model"] = model
         guarded(f"building {what}", lambda: factory(**kwargs))

@@ -3,13 +3,13 @@
 from .genome import Genome, Patch
 from .problem import Problem
 from .space import InvalidGenome, ParamSpec, Rule, SearchSpace, ShapeRule, Violation
-from .operators import (FamilyJump, Offspring, Operator, OperatorContext, ParamCrossover, ParamMutate, RandomSample,
+from .operators import (FamilyJump, Offspring, Operator, OperatorContext, OperatorError, ParamCrossover, ParamMutate, RandomSample,
                         apply_operator, classic_operators)
 from .registry import PluginError, Registry, check_params, class_with, describe_object, is_import_path, load_object
 
 __all__ = [
     "Genome", "Patch", "Problem", "InvalidGenome", "ParamSpec", "Rule", "SearchSpace", "ShapeRule", "Violation",
     "Offspring", "Operator", "OperatorContext", "ParamCrossover", "ParamMutate",
-    "RandomSample", "FamilyJump", "apply_operator", "classic_operators", "PluginError", "Registry", "check_params", "class_with", "describe_object", "is_import_path",
+    "RandomSample", "FamilyJump", "OperatorError", "apply_operator", "classic_operators", "PluginError", "Registry", "check_params", "class_with", "describe_object", "is_import_path",
     "load_object",
 ]

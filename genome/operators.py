@@ -27,10 +27,24 @@ class OperatorContext:
     history: Mapping[str, Any] = field(default_factory=dict)
     render: "Callable[[Genome], str] | None" = None
     spaces: Mapping[str, SearchSpace] = field(default_factory=dict)  # every family this shape may use
+    # the campaign's LLM gateway: llm(model, messages, max_tokens=, temperature=) -> a result with
+    # .text and .tokens (evolution.llm_gateway); None when the campaign names no LLM providers
+    llm: "Callable[..., Any] | None" = None
 
     def space_of(self, genome: Genome) -> SearchSpace:
         """The space of the genome's own family (an operator may move a child to another family)."""
         return self.spaces.get(genome.family, self.space)
+
+
+class OperatorError(RuntimeError):
+    """An operator that produced no child: the model's answer was garbage or invalid, the call
+    failed, no model is configured. `kind` says which; the engine credits it to the operator's arm
+    and goes on (a child that fails to build or run is a different thing: its measurement says so)."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
 
 
 @dataclass(frozen=True)

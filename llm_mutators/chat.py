@@ -2,7 +2,7 @@
 
 A provider's `complete(messages, ...)` returns a `ChatResult` or raises `ProviderError`, whose
 `kind` says what went wrong (so the engine can credit an operator's arm with the failure and go
-on): timeout, rate_limited, server_error, auth, http_error, bad_response, not_recorded.
+on): timeout, rate_limited, server_error, auth, http_error, bad_response, not_recorded, budget.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Any, Mapping, Sequence
 
 Messages = Sequence[Mapping[str, str]]
 
-ERROR_KINDS = ("timeout", "rate_limited", "server_error", "auth", "http_error", "bad_response", "not_recorded")
+ERROR_KINDS = ("timeout", "rate_limited", "server_error", "auth", "http_error", "bad_response", "not_recorded",
+               "budget")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,122 @@
+"""The campaign's door to its LLM providers.
+
+Every call is recorded in the campaign database before its answer is used, keyed by (model,
+messages, how many times this exact request was made before in this campaign). A resumed
+campaign re-runs its search from the seed, so it makes the same requests in the same order: each
+is answered from the record, and no paid call is repeated, also for models whose answers are not
+deterministic. Failed calls are recorded too (and replayed as the same failure).
+
+Operators run on the engine's proposal thread: the gateway keeps one connection to the campaign
+database per thread (SQLite in WAL mode takes them side by side).
+
+Tokens: before a call, the request's worst case (its prompt at ~1 token per 3 characters, plus
+`max_tokens`) is reserved against the campaign's `llm_tokens` budget; a call that could overshoot
+it is not made (ProviderError "budget"). Used tokens are what the servers reported.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from llm_mutators.chat import ChatResult, ProviderError, check_messages, messages_key
+
+from .db import CampaignDB
+
+
+@dataclass
+class GatewayResult:
+    """A ChatResult and the key of its record."""
+
+    text: str
+    tokens: int
+    key: str
+    replayed: bool
+
+
+class LlmGateway:
+    def __init__(self, providers: Mapping[str, Any], db_path: Any, token_budget: "int | None" = None,
+                 log: Callable[[str], None] = lambda s: None):
+        self.providers = dict(providers)          # provider name and model name -> provider
+        self.db_path = db_path
+        self._local = threading.local()
+        self._opened: list[CampaignDB] = []
+        self.token_budget = token_budget
+        self.log = log
+        self._seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self.calls = 0                            # calls made to a server by this process
+        self.replays = 0
+
+    @property
+    def db(self) -> CampaignDB:
+        """This thread's connection to the campaign database."""
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = self._local.db = CampaignDB(self.db_path)
+            with self._lock:
+                self._opened.append(db)
+        return db
+
+    def close(self) -> None:
+        with self._lock:
+            opened, self._opened = self._opened, []
+        for db in opened:
+            try:
+                db.close()
+            except Exception:  # noqa: BLE001 - a connection of a finished thread
+                pass
+
+    def provider(self, model: str) -> Any:
+        if model not in self.providers:
+            raise ProviderError("http_error", f"no LLM provider named {model!r}; known: "
+                                              f"{', '.join(sorted(self.providers)) or '(none)'}")
+        return self.providers[model]
+
+    def __call__(self, model: str, messages: Sequence[Mapping[str, str]], max_tokens: int = 1024,
+                 temperature: float = 0.7) -> GatewayResult:
+        msgs = check_messages(messages)
+        with self._lock:
+            base = messages_key(model, msgs)
+            n = self._seen.get(base, 0)
+            self._seen[base] = n + 1
+        key = f"{base}:{n}"
+        stored = self.db.llm_call(key)
+        if stored is not None:
+            self.replays += 1
+            if stored["status"] != "ok":
+                raise ProviderError(stored["status"], f"{stored['error']} (recorded)")
+            return GatewayResult(stored["text"], int(stored["tokens"]), key, True)
+        provider = self.provider(model)
+        if self.token_budget is not None:
+            reserve = sum(len(m["content"]) for m in msgs) // 3 + int(max_tokens)
+            used = self.db.llm_tokens_used()
+            if used + reserve > self.token_budget:
+                raise ProviderError("budget", f"the LLM token budget ({self.token_budget}) has {self.token_budget - used} "
+                                              f"left; this call may take {reserve}: not made")
+        self.calls += 1
+        try:
+            result: ChatResult = provider.complete(msgs, max_tokens=max_tokens, temperature=temperature)
+        except ProviderError as exc:
+            self.db.record_llm_call(key, model, msgs, status=exc.kind, error=exc.message, tokens=0)
+            raise
+        self.db.record_llm_call(key, model, msgs, status="ok", text=result.text, tokens=result.tokens,
+                                response=result.to_dict())
+        return GatewayResult(result.text, result.tokens, key, False)
+
+
+def make_gateway(config: Any, db: CampaignDB, registry: Any, log: Callable[[str], None]) -> "LlmGateway | None":
+    """The campaign's gateway, or None when it names no LLM providers. Providers are found by their
+    name and by their model."""
+    specs = list(getattr(getattr(config, "llm", None), "providers", []) or [])
+    if not specs:
+        return None
+    providers: dict[str, Any] = {}
+    for spec in specs:
+        factory = registry.resolve(spec.kind)
+        made = factory(name=spec.name, model=spec.model, base_url=spec.base_url, api_key_env=spec.api_key_env,
+                       **dict(spec.options))
+        providers[spec.name] = made
+        providers.setdefault(spec.model, made)
+    return LlmGateway(providers, db.path, token_budget=config.budget.llm_tokens, log=log)

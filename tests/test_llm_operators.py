@@ -1,0 +1,120 @@
+"""LLM operators in a campaign, against a scripted OpenAI-compatible server: good answers adopted,
+garbage / invalid moves / server errors credited to the operator's arm without stopping the
+campaign, every call recorded, and a resume that repeats no call."""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+
+import pytest
+
+from engine_helpers import FakeEvaluator, small_config
+from experiments.campaign import create_campaign, run_campaign
+from experiments.schema import parse_campaign
+from genome import OperatorContext, OperatorError, Problem
+from llm_mutators.param_op import LlmParam, first_json_object
+from scripted_llm_server import ScriptedServer
+from templates import get_space
+
+GOOD = [{"content": json.dumps({"params": {"swizzle": 2}, "reason": "fewer L2 misses"})},
+        {"content": "```json\n" + json.dumps({"params": {"raster": "along_n", "swizzle": 4}, "reason": "r"}) + "\n```"},
+        {"content": json.dumps({"params": {"tile_k": 128}, "reason": "deeper k"})}]
+BAD = [{"content": "Sure! I think you should make it faster."},                 # no JSON
+       {"content": json.dumps({"params": {"tile_n": 7}, "reason": "x"})},       # not an allowed value
+       {"content": json.dumps({"params": {"warp_size": 64}})},                  # unknown parameter
+       {"status": 500}, {"status": 500},                                        # 5xx (retried once, then fails)
+       {"raw": "{not json"}]                                                    # a broken response body
+
+
+class Silent:
+    def update(self, rows, simulated=None, evaluator=None):
+        pass
+
+
+def test_first_json_object_reads_fenced_bare_and_chatty_answers():
+    assert first_json_object('```json\n{"a": 1}\n```') == {"a": 1}
+    assert first_json_object('Here you go: {"params": {"x": 2}} hope it helps {"b": 3}') == {"params": {"x": 2}}
+    with pytest.raises(OperatorError, match="no JSON object"):
+        first_json_object("no braces at all")
+
+
+def test_llm_param_refuses_what_the_space_does_not_allow():
+    space = get_space("sm90_cutlass")
+    parent = space.sample(random.Random(1))
+    ctx = OperatorContext(space=space, problem=Problem(1024, 1024, 1024), rng=random.Random(0))
+    op = LlmParam(model="m")
+    child, reason = op.parse('{"params": {"swizzle": "8"}, "reason": "why not"}', parent, ctx)
+    assert child["swizzle"] == 8 and reason == "why not" and child.family == parent.family
+    for text, match in [('{"params": {}}', "non-empty"), ('{"params": {"nope": 1}}', "unknown parameter"),
+                        ('{"params": {"tile_m": 100}}', "not allowed"), ("x" * 5000, "characters")]:
+        with pytest.raises(OperatorError, match=match):
+            op.parse(text, parent, ctx)
+    with pytest.raises(OperatorError, match="no LLM gateway"):
+        op([parent], ctx)
+    # the prompt shows the schema, the shape and the parent
+    text = op.messages(parent, ctx)[1]["content"]
+    assert "M=1024, N=1024, K=1024" in text and "tile_n (compile): 16, 32" in text and json.dumps(
+        parent.param_dict, sort_keys=True) in text
+
+
+def _config(server, **over):
+    data = small_config(shapes=["1024x1024x1024"], budget={"evaluations_per_shape": 40},
+                        operators=[{"name": "param_mutate"}, {"name": "llm_param", "model": "scripted", "prior": 3.0}],
+                        llm={"providers": [{"name": "scripted", "kind": "openai", "model": "smol",
+                                            "base_url": server.base_url,
+                                            "options": {"max_retries": 1, "backoff_s": 0.0, "timeout_s": 5}}]})
+    data.update(over)
+    return data
+
+
+def _run(folder, data, mode="run"):
+    config = parse_campaign(data, base_dir=folder.parent)
+    if not (folder / "campaign.db").exists():
+        create_campaign(config, folder)
+    return run_campaign(folder, evaluator=FakeEvaluator(seed=config.seed), progress=Silent(), mode=mode)
+
+
+def test_a_campaign_adopts_good_answers_survives_bad_ones_and_a_resume_repeats_no_call(tmp_path):
+    script = [GOOD[0], BAD[0], BAD[3], BAD[4], GOOD[1], BAD[1], BAD[5], GOOD[2], BAD[2]]
+    with ScriptedServer(script) as server:
+        result = _run(tmp_path / "c", _config(server))
+        state = result.states["1024x1024x1024"]
+        assert state.evaluations == 40 and state.done_reason == "evaluation budget spent"
+        conn = sqlite3.connect(str(tmp_path / "c" / "campaign.db"))
+        calls = dict(conn.execute("SELECT status, COUNT(*) FROM llm_calls GROUP BY status").fetchall())
+        from_llm = conn.execute("SELECT COUNT(*) FROM proposals WHERE operator='llm_param'").fetchone()[0]
+        tokens = conn.execute("SELECT COALESCE(SUM(tokens), 0) FROM proposals").fetchone()[0]
+        conn.close()
+        assert calls.get("ok", 0) > 0 and calls.get("server_error", 0) > 0      # both kinds were met
+        assert from_llm > 0 and tokens > 0                                       # good answers became children
+        failures = state.strategy.operator_failures
+        assert {f["arm"] for f in failures} == {"llm_param@scripted"}
+        assert any("not allowed" in f["reason"] for f in failures)
+        assert any("no JSON object" in f["reason"] for f in failures)
+        assert any(arm == "llm_param@scripted" and r == -1.0 for arm, r in state.strategy.rewards)
+        n_requests = len(server.requests)
+        # resuming the finished campaign replays every call from the database: the server hears nothing
+        again = _run(tmp_path / "c", _config(server), mode="resume")
+        assert len(server.requests) == n_requests
+        assert [i.id for i in again.states["1024x1024x1024"].hof] == [i.id for i in state.hof]
+
+
+def test_the_token_budget_is_reserved_before_each_call_and_never_overshot(tmp_path):
+    with ScriptedServer([{"content": json.dumps({"params": {"swizzle": 2}}), "prompt_tokens": 900,
+                          "completion_tokens": 50}]) as server:
+        data = _config(server, budget={"evaluations_per_shape": 40, "llm_tokens": 5000})
+        data["operators"] = [{"name": "llm_param", "model": "scripted", "params": {"max_tokens": 400}},
+                             {"name": "param_mutate"}]
+        _run(tmp_path / "c", data)
+        conn = sqlite3.connect(str(tmp_path / "c" / "campaign.db"))
+        used = conn.execute("SELECT COALESCE(SUM(tokens), 0) FROM llm_calls").fetchone()[0]
+        conn.close()
+    assert 0 < used <= 5000
+
+
+def test_an_llm_operator_without_a_model_is_refused_by_validation(tmp_path):
+    data = small_config(operators=[{"name": "llm_param"}])
+    with pytest.raises(ValueError, match=r"operators\[0\].*needs `model:`"):
+        parse_campaign(data, base_dir=tmp_path)
