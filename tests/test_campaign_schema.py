@@ -128,7 +128,7 @@ def test_yaml_syntax_error_gives_the_line(tmp_path):
     assert "found the key 'name' twice" in str(info.value) and f"{dup}:2:" in str(info.value)
 
 
-def test_llm_operators_are_not_available_yet(tmp_path):
+def test_llm_operators_not_built_yet_are_refused_and_llm_param_is_known(tmp_path):
     errs = errors_of(tmp_path, """
         name: x
         shapes: [1024x1024x1024]
@@ -138,7 +138,8 @@ def test_llm_operators_are_not_available_yet(tmp_path):
     """)
     assert len(errs) == 1
     assert errs[0].startswith("operators[0].name: 'llm_patch' is not allowed: LLM operator 'llm_patch' is not "
-                              "available yet")
+                              "available; available: ")
+    assert "llm_param" in errs[0]
 
 
 def test_operator_params_and_arms_and_models(tmp_path):
