@@ -175,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Modules that add their own sub-commands through `register(subparsers)`.
-COMMAND_MODULES: tuple[str, ...] = ("experiments.bench", "experiments.campaign_cli")
+COMMAND_MODULES: tuple[str, ...] = ("experiments.bench", "experiments.campaign_cli", "experiments.dataset")
 
 
 def expected_errors() -> tuple[type[BaseException], ...]:

@@ -95,6 +95,15 @@ def test_a_campaign_adopts_good_answers_survives_bad_ones_and_a_resume_repeats_n
         assert any("no JSON object" in f["reason"] for f in failures)
         assert any(arm == "llm_param@scripted" and r == -1.0 for arm, r in state.strategy.rewards)
         n_requests = len(server.requests)
+        # the dataset export: every call, with what came of it
+        from experiments.dataset import dataset_rows
+        rows = list(dataset_rows(tmp_path / "c"))
+        assert len(rows) == sum(calls.values())
+        outcomes = {r["outcome"] for r in rows}
+        assert outcomes == {"child", "refused", "call_failed"}
+        child = next(r for r in rows if r["outcome"] == "child")
+        assert child["messages"][1]["role"] == "user" and child["response"] and child["child_genome"]["family"]
+        assert child["parent_genomes"] and "reward" in child and child["arm"] == "llm_param@scripted"
         # resuming the finished campaign replays every call from the database: the server hears nothing
         again = _run(tmp_path / "c", _config(server), mode="resume")
         assert len(server.requests) == n_requests
@@ -156,3 +165,21 @@ def test_a_hundred_hostile_answers_are_refused_and_the_campaign_completes(tmp_pa
     failures = state.strategy.operator_failures
     assert len(failures) >= 100 and n_requests >= 100 and all(f["arm"] == "llm_param@scripted" for f in failures)
     assert {f["error"] for f in failures} == {"OperatorError", "ProviderError"}
+
+
+def test_the_dataset_command_writes_json_lines_and_refuses_a_non_campaign(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parent.parent
+    with ScriptedServer([GOOD[0], BAD[0]]) as server:
+        _run(tmp_path / "c", _config(server, budget={"evaluations_per_shape": 20}))
+    out = tmp_path / "d.jsonl"
+    ok = subprocess.run([sys.executable, "-m", "experiments.cli", "dataset", str(tmp_path / "c"), "--out", str(out)],
+                        capture_output=True, text=True, cwd=repo)
+    assert ok.returncode == 0 and "LLM call(s)" in ok.stdout
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert lines and all({"messages", "response", "model", "outcome"} <= set(x) for x in lines)
+    bad = subprocess.run([sys.executable, "-m", "experiments.cli", "dataset", str(tmp_path), "--out", str(out)],
+                         capture_output=True, text=True, cwd=repo)
+    assert bad.returncode == 2 and "is not a campaign folder" in bad.stderr
