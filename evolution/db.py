@@ -352,10 +352,6 @@ class CampaignDB:
                               (genome_id, problem)).fetchone()
         return Measurement.from_dict(json.loads(r["json"])) if r else None
 
-    def confirmations(self, problem: str) -> "dict[str, Measurement]":
-        rows = self.conn.execute("SELECT json FROM confirmations WHERE problem=? ORDER BY rowid", (problem,))
-        return {m.genome_id: m for m in (Measurement.from_dict(json.loads(r["json"])) for r in rows)}
-
     # -- policy log --------------------------------------------------------------------------------
     def log_policy(self, problem: str, round_: int, seq: int, policy: str, probabilities: Mapping[str, float],
                    stats: Any, state: Any) -> None:

@@ -92,7 +92,7 @@ class Engine:
             self.simulated = bool(getattr(evaluator, "simulated", False))
         self.evaluator_description: "str | None" = db.get_meta("evaluator_description")
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evogemm-propose")
-        self.llm = make_gateway(config, db, self.plugins.providers, self.log)
+        self.llm = make_gateway(config, db, self.plugins.providers)
         self._started = time.monotonic()
 
     # -- setup ------------------------------------------------------------------------------------

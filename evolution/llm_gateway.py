@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from llm_mutators.chat import ChatResult, ProviderError, check_messages, messages_key
 
@@ -27,27 +27,22 @@ from .db import CampaignDB
 
 @dataclass
 class GatewayResult:
-    """A ChatResult and the key of its record."""
+    """A call's answer, its tokens and the key of its record."""
 
     text: str
     tokens: int
     key: str
-    replayed: bool
 
 
 class LlmGateway:
-    def __init__(self, providers: Mapping[str, Any], db_path: Any, token_budget: "int | None" = None,
-                 log: Callable[[str], None] = lambda s: None):
+    def __init__(self, providers: Mapping[str, Any], db_path: Any, token_budget: "int | None" = None):
         self.providers = dict(providers)          # provider name and model name -> provider
         self.db_path = db_path
         self._local = threading.local()
         self._opened: list[CampaignDB] = []
         self.token_budget = token_budget
-        self.log = log
         self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
-        self.calls = 0                            # calls made to a server by this process
-        self.replays = 0
 
     @property
     def db(self) -> CampaignDB:
@@ -84,10 +79,9 @@ class LlmGateway:
         key = f"{base}:{n}"
         stored = self.db.llm_call(key)
         if stored is not None:
-            self.replays += 1
             if stored["status"] != "ok":
                 raise ProviderError(stored["status"], f"{stored['error']} (recorded)")
-            return GatewayResult(stored["text"], int(stored["tokens"]), key, True)
+            return GatewayResult(stored["text"], int(stored["tokens"]), key)
         provider = self.provider(model)
         if self.token_budget is not None:
             reserve = sum(len(m["content"]) for m in msgs) // 3 + int(max_tokens)
@@ -95,7 +89,6 @@ class LlmGateway:
             if used + reserve > self.token_budget:
                 raise ProviderError("budget", f"the LLM token budget ({self.token_budget}) has {self.token_budget - used} "
                                               f"left; this call may take {reserve}: not made")
-        self.calls += 1
         try:
             result: ChatResult = provider.complete(msgs, max_tokens=max_tokens, temperature=temperature)
         except ProviderError as exc:
@@ -103,10 +96,10 @@ class LlmGateway:
             raise
         self.db.record_llm_call(key, model, msgs, status="ok", text=result.text, tokens=result.tokens,
                                 response=result.to_dict())
-        return GatewayResult(result.text, result.tokens, key, False)
+        return GatewayResult(result.text, result.tokens, key)
 
 
-def make_gateway(config: Any, db: CampaignDB, registry: Any, log: Callable[[str], None]) -> "LlmGateway | None":
+def make_gateway(config: Any, db: CampaignDB, registry: Any) -> "LlmGateway | None":
     """The campaign's gateway, or None when it names no LLM providers. Providers are found by their
     name and by their model."""
     specs = list(getattr(getattr(config, "llm", None), "providers", []) or [])
@@ -119,4 +112,4 @@ def make_gateway(config: Any, db: CampaignDB, registry: Any, log: Callable[[str]
                        **dict(spec.options))
         providers[spec.name] = made
         providers.setdefault(spec.model, made)
-    return LlmGateway(providers, db.path, token_budget=config.budget.llm_tokens, log=log)
+    return LlmGateway(providers, db.path, token_budget=config.budget.llm_tokens)
