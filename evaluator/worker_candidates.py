@@ -1,22 +1,21 @@
 """What the GPU worker measures: candidates (evogemm kernels and vendor baselines) behind one
 "enqueue on input set s" interface, the kernels' shared C ABI, and releasing what a candidate
-holds (its CUDA graph, its cuBLASLt plan) once its problem is done.
+holds (its CUDA graph, its cuBLASLt plan) once its problem is done. The C ABI binding itself is
+evaluator/kernel_abi.py (shared with exported kernel packages).
 """
 
 from __future__ import annotations
 
-import ctypes
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+from .kernel_abi import STATUS_TEXT, EvoKernel
 from .worker_inputs import InputSet, Problem
 
 if TYPE_CHECKING:  # only for annotations: the worker imports this module, not the other way
     from .gpu_worker import Worker
 
-STATUS_TEXT = {1: "cannot implement this problem", 2: "workspace too small", 3: "initialisation failed",
-               4: "launch failed", 5: "invalid argument"}
 
 
 @dataclass
@@ -59,36 +58,6 @@ def release_candidates(cuda, cands: "list[Candidate]") -> None:
 
 def alive(cands: "list[Candidate]") -> "list[Candidate]":
     return [c for c in cands if c.alive]
-
-
-class EvoKernel:
-    """A compiled evogemm kernel library (C ABI version 1)."""
-
-    def __init__(self, path: str, knobs: list[int]):
-        self.lib = ctypes.CDLL(path)
-        self.lib.evogemm_abi_version.restype = ctypes.c_int
-        version = self.lib.evogemm_abi_version()
-        if version != 1:
-            raise RuntimeError(f"{path}: C ABI version {version}, expected 1")
-        i, vp = ctypes.c_int, ctypes.c_void_p
-        self.lib.evogemm_run.argtypes = [i, i, i, vp, vp, vp, vp, ctypes.c_size_t, vp, i, vp]
-        self.lib.evogemm_run.restype = i
-        self.lib.evogemm_workspace_size.argtypes = [i, i, i, vp, i]
-        self.lib.evogemm_workspace_size.restype = ctypes.c_size_t
-        self.lib.evogemm_can_implement.argtypes = [i, i, i, vp, i]
-        self.lib.evogemm_can_implement.restype = i
-        self.knobs = (ctypes.c_int32 * max(1, len(knobs)))(*knobs)
-        self.n_knobs = len(knobs)
-
-    def can_implement(self, m: int, n: int, k: int) -> int:
-        return self.lib.evogemm_can_implement(m, n, k, ctypes.cast(self.knobs, ctypes.c_void_p), self.n_knobs)
-
-    def workspace_size(self, m: int, n: int, k: int) -> int:
-        return int(self.lib.evogemm_workspace_size(m, n, k, ctypes.cast(self.knobs, ctypes.c_void_p), self.n_knobs))
-
-    def run(self, m, n, k, a_ptr, w_ptr, c_ptr, ws_ptr, ws_bytes, stream_ptr) -> int:
-        return self.lib.evogemm_run(m, n, k, a_ptr, w_ptr, c_ptr, ws_ptr, ws_bytes,
-                                    ctypes.cast(self.knobs, ctypes.c_void_p), self.n_knobs, stream_ptr)
 
 
 def load_kernel(cache: "dict[str, EvoKernel]", spec: dict) -> EvoKernel:

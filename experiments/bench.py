@@ -21,6 +21,7 @@ from typing import Any, Iterable, Sequence
 from genome import Genome, Problem
 from templates import get_space
 
+from . import bench_package
 from .bench_report import ShapeResult, write_outputs
 
 DEFAULT_PEAK_TFLOPS = 989.0  # dense fp16 tensor peak of the H100/H200 (datasheet; MEASURE.md's roofline)
@@ -182,6 +183,9 @@ def run_bench(problems: Sequence[Problem], kernels: Sequence[Genome], evaluator,
 def cmd_bench(args: argparse.Namespace) -> int:
     from evaluator.factory import NoGpuError, allowed_options, make_evaluator
     from experiments.cli import CliError
+    packages = [p for p in args.kernels or [] if bench_package.is_package(p)]
+    if packages:
+        return _bench_packages(args, packages)
     try:
         problems = []
         if args.suite:
@@ -251,6 +255,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_packages(args: argparse.Namespace, packages: "list[str]") -> int:
+    """`--kernels PKG` naming an exported package: its hgemm op against torch.matmul (bench_package)."""
+    from experiments.cli import CliError
+    if len(packages) != 1 or len(args.kernels) != 1:
+        raise CliError("--kernels: give one exported package alone (its op is measured as a user calls it)")
+    try:
+        problems = load_suite(args.suite, args.groups.split(",") if args.groups else None) if args.suite else []
+        problems += [Problem.parse(s) for s in args.shapes or []]
+        bench_package.run(packages[0], [(p.m, p.n, p.k) for p in problems], Path(args.out),
+                          progress=lambda s: print(s, flush=True))
+    except (BenchError, ValueError, RuntimeError, ImportError) as exc:
+        raise CliError(str(exc)) from exc
+    print((Path(args.out) / "bench-package.md").read_text())
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     from experiments.cli import add_command
     p = add_command(sub, "bench", "time kernels against cuBLAS/cuBLASLt on a suite or a list of shapes")
@@ -258,7 +278,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    + (", ".join(bundled_suites()) or "-") + " (experiments/suites/)")
     p.add_argument("--groups", help="comma-separated groups of the suite to include (default all)")
     p.add_argument("--shapes", nargs="*", help="shapes MxNxK")
-    p.add_argument("--kernels", nargs="*", help="genome JSON files, folders of them, or a campaign dir (its hall_of_fame/)")
+    p.add_argument("--kernels", nargs="*", help="genome JSON files, folders of them, a campaign dir (its hall_of_fame/), "
+                        "or one package written by `evogemm export` (then its hgemm op is measured)")
     p.add_argument("--per-shape", action="store_true",
                    help="time each shape with its own hall of fame from the campaign folders given (not every "
                         "hall on every shape); other kernel files are timed on every shape")
