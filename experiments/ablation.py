@@ -72,7 +72,7 @@ def run_one(campaign: str, strategy: str, seed: int, policy: str, folder: str, b
     if not (out / "campaign.db").exists():
         create_campaign(config, out, source=campaign)
     t0 = time.monotonic()
-    run_campaign(out, progress=_Silent(), mode="run")
+    run_campaign(out, progress=_Silent(), mode="run", plots=False)  # figures would cost more than the run
     seconds = time.monotonic() - t0
     return {"strategy": strategy, "seed": seed, "folder": str(out), "seconds": seconds,
             "shapes": trajectories(out)}

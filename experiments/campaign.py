@@ -26,6 +26,7 @@ from evolution.population import hall_of_fame_entries
 
 from .progress import CampaignLog, LiveProgress
 from .report import REPORT_FILE, atomic_write, write_report
+from .report_html import write_campaign_plots
 
 from .campaign_changes import extend_campaign, measured_count, switch_backend
 from .campaign_folder import (CONFIG_FILE, DB_FILE, HOF_DIR, LOG_FILE, OUTPUT_FILES, POLICY_FILE, CampaignEdited,
@@ -50,10 +51,11 @@ class CampaignResult:
 
 def run_campaign(folder: "str | Path", evaluator: "Evaluator | None" = None, console: Any = None,
                  live: "bool | None" = None, mode: str = "run", echo: bool = False,
-                 progress: Any = None, backend: "str | None" = None) -> CampaignResult:
+                 progress: Any = None, backend: "str | None" = None, plots: bool = True) -> CampaignResult:
     """Run a created campaign, or resume one: the engine replays what is recorded and goes on.
     `backend` (auto, gpu, simulator) replaces the recorded evaluator backend, but only while nothing
-    has been measured; otherwise it must be the recorded one (CampaignRefused)."""
+    has been measured; otherwise it must be the recorded one (CampaignRefused). `plots`: write the
+    figures of report/ at the end (a second or so; a failure there is only logged)."""
     folder = Path(folder)
     config, db, note = open_folder(folder)
     notes = [note] if note else []
@@ -96,7 +98,7 @@ def run_campaign(folder: "str | Path", evaluator: "Evaluator | None" = None, con
         with view if hasattr(view, "__enter__") else _Null():
             engine.run()
         write_policy(folder, engine)
-        write_report(folder, db)
+        write_report(folder, db, write_campaign_plots(folder, db, log) if plots else ())
         db.event("campaign_done", None, {"session": db.session})
         log(f"session {db.session}: campaign finished; report in {folder / REPORT_FILE}")
     except BaseException as exc:

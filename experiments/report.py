@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from rich.console import Console
 from rich.table import Table
@@ -248,7 +248,8 @@ def _footer(status: dict[str, Any], console: Console, sim: Any) -> None:
                       + (" (SIMULATED)" if sim else ""), highlight=False)
 
 
-def render_report(status: dict[str, Any]) -> str:
+def render_report(status: dict[str, Any], plots: "Sequence[str]" = ()) -> str:
+    """report.md; `plots`: the report page and figures (paths relative to the campaign folder) to link."""
     sim = bool(status.get("simulated"))
     label = " (simulated)" if sim else ""
     lines = [f"# Campaign {status['name']}", ""]
@@ -324,12 +325,17 @@ def render_report(status: dict[str, Any]) -> str:
         if s["weights"]:
             w = ", ".join(f"{a} {p:.2f}" for a, p in sorted(s["weights"].items(), key=lambda t: -t[1]))
             lines.append(f"- {s['shape']} (round {s['policy_round']}): {w}")
+    if plots:
+        pages = [p for p in plots if not p.endswith(".png")]
+        lines += ["", "## Plots" + label, ""]
+        lines += [f"All figures and tables in one self-contained page: [{p}]({p})" for p in pages]
+        lines += [line for p in plots if p.endswith(".png") for line in ("", f"![{Path(p).stem}]({p})")]
     lines += ["", "Best genomes are in `hall_of_fame/<shape>.json`; every proposal and measurement is in "
               "`campaign.db`."]
     return "\n".join(lines) + "\n"
 
 
-def write_report(folder: "str | Path", db: CampaignDB) -> Path:
+def write_report(folder: "str | Path", db: CampaignDB, plots: "Sequence[str]" = ()) -> Path:
     path = Path(folder) / REPORT_FILE
-    atomic_write(path, render_report(campaign_status(db)))
+    atomic_write(path, render_report(campaign_status(db), plots))
     return path
