@@ -42,9 +42,12 @@ def _check_operator(obj: Any) -> "str | None":
 
 def operator_registry(extra: "Mapping[str, Callable[..., Operator]] | None" = None) -> Registry[Operator]:
     """A fresh registry: the classic operators, plus `extra` (name -> factory)."""
+    from llm_mutators.crossover_op import LlmCrossover
+    from llm_mutators.fix_op import LlmFix
     from llm_mutators.param_op import LlmParam
-    reg: Registry[Operator] = Registry("operator", {**classic_operators(), "llm_param": LlmParam},
-                                       check=_check_operator)
+    from llm_mutators.patch_op import LlmPatch
+    llm = {"llm_param": LlmParam, "llm_patch": LlmPatch, "llm_fix": LlmFix, "llm_crossover": LlmCrossover}
+    reg: Registry[Operator] = Registry("operator", {**classic_operators(), **llm}, check=_check_operator)
     for name, factory in (extra or {}).items():
         reg.register(name, factory)
     return reg

@@ -30,10 +30,18 @@ class OperatorContext:
     # the campaign's LLM gateway: llm(model, messages, max_tokens=, temperature=) -> a result with
     # .text and .tokens (evolution.llm_gateway); None when the campaign names no LLM providers
     llm: "Callable[..., Any] | None" = None
+    # the parameters a genome's code patches cover (templates.frozen_params, injected by the engine):
+    # operators leave them as they are, since changing one gives a new id but not new code.
+    # None: no freezing.
+    frozen: "Callable[[Genome], frozenset[str]] | None" = None
 
     def space_of(self, genome: Genome) -> SearchSpace:
         """The space of the genome's own family (an operator may move a child to another family)."""
         return self.spaces.get(genome.family, self.space)
+
+    def frozen_of(self, genome: Genome) -> frozenset[str]:
+        """The parameters of `genome` that no operator may change (empty without patches)."""
+        return frozenset(self.frozen(genome)) if self.frozen is not None and genome.patches else frozenset()
 
 
 class OperatorError(RuntimeError):
@@ -79,7 +87,7 @@ class ParamMutate:
     def __call__(self, parents: Sequence[Genome], ctx: OperatorContext) -> list[Offspring]:
         parent = parents[0]
         n = ctx.rng.randint(1, self.n_changes)
-        child = ctx.space.mutate(parent, ctx.rng, n_changes=n, kinds=self.kinds)
+        child = ctx.space.mutate(parent, ctx.rng, n_changes=n, kinds=self.kinds, frozen=ctx.frozen_of(parent))
         return [Offspring(child, self.name, (parent.id,), note=f"mutated {n} parameter(s)")]
 
 
@@ -93,7 +101,7 @@ class ParamCrossover:
 
     def __call__(self, parents: Sequence[Genome], ctx: OperatorContext) -> list[Offspring]:
         a, b = parents[0], parents[1]
-        child = ctx.space.crossover(a, b, ctx.rng)
+        child = ctx.space.crossover(a, b, ctx.rng, frozen=ctx.frozen_of if ctx.frozen is not None else None)
         return [Offspring(child, self.name, (a.id, b.id))]
 
 
@@ -115,6 +123,8 @@ class FamilyJump:
     Parameters of the same name keep their value (numbers snap to the nearest allowed value), the
     others are sampled, and the target family's rules repair the result: an sm90_cutlass tile
     becomes the same tile in sm90_padded or sm80_cutlass, a skinny kernel's neighbour a tile GEMM.
+    Code patches stay behind (they are written against the parent's template), so the child has
+    no frozen parameters.
     """
 
     arity = 1
@@ -149,7 +159,8 @@ class FamilyJump:
 
 def apply_operator(op: Operator, parents: Sequence[Genome], ctx: OperatorContext) -> list[Offspring]:
     """Run an operator and keep only children valid for the problem (repairing where the space can),
-    each in the space of its own family."""
+    each in the space of its own family. A repair that would change a frozen parameter (one that a
+    code patch covers) drops the child."""
     out = []
     for child in op(parents, ctx):
         space = ctx.space_of(child.genome)
@@ -158,6 +169,8 @@ def apply_operator(op: Operator, parents: Sequence[Genome], ctx: OperatorContext
         try:
             genome = space.repair(child.genome, ctx.rng)
         except InvalidGenome:
+            continue
+        if any(genome.get(name) != child.genome.get(name) for name in ctx.frozen_of(genome)):
             continue
         if space.is_valid(genome, ctx.problem):
             out.append(Offspring(genome, child.operator, child.parent_ids, child.note, child.meta))

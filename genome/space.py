@@ -234,10 +234,13 @@ class SearchSpace:
         return self.repair(Genome.make(self.family, params), rng)
 
     def mutate(self, genome: Genome, rng: random.Random, n_changes: int = 1,
-               kinds: "Iterable[str] | None" = None) -> Genome:
-        """Change `n_changes` parameters to neighbouring values, then repair. Never returns the parent."""
-        allowed = [p for p in self.params if kinds is None or p.kind in set(kinds)]
-        for _ in range(50):
+               kinds: "Iterable[str] | None" = None, frozen: Iterable[str] = ()) -> Genome:
+        """Change `n_changes` parameters to neighbouring values, then repair. Never returns the parent.
+        `frozen` parameters (those the genome's code patches cover) keep their values, also through
+        the repair; when no child keeps them, a fresh sample (without patches) is returned."""
+        frozen = frozenset(frozen)
+        allowed = [p for p in self.params if (kinds is None or p.kind in set(kinds)) and p.name not in frozen]
+        for _ in range(50 if allowed else 0):
             params = genome.param_dict
             for spec in rng.sample(allowed, k=min(n_changes, len(allowed))):
                 params[spec.name] = self._step(spec, params[spec.name], rng)
@@ -245,18 +248,43 @@ class SearchSpace:
                 child = self.repair(Genome.make(self.family, params, genome.patches), rng)
             except InvalidGenome:
                 continue
-            if child.id != genome.id:
+            if child.id != genome.id and all(child.get(name) == genome.get(name) for name in frozen):
                 return child
         return self.sample(rng)
 
-    def crossover(self, a: Genome, b: Genome, rng: random.Random) -> Genome:
-        """Uniform crossover of parameters; patches come from either parent, block by block."""
-        params = {name: (a[name] if rng.random() < 0.5 else b[name]) for name in self.names}
-        patches = {p.block: p for p in a.patches}
-        for p in b.patches:
-            if p.block not in patches or rng.random() < 0.5:
-                patches[p.block] = p
-        return self.repair(Genome.make(self.family, params, patches.values()), rng)
+    def crossover(self, a: Genome, b: Genome, rng: random.Random,
+                  frozen: "Callable[[Genome], frozenset[str]] | None" = None) -> Genome:
+        """Uniform crossover of parameters; patches come from either parent, block by block.
+
+        With `frozen` (genome -> the parameters its patches cover), a patch brings the values of
+        the parameters it covers from its own parent; a patch whose covered values clash with an
+        earlier one's is left out, and a child whose repair moves them is drawn again (at last,
+        `a` itself is returned, which the engine knows already)."""
+        for _ in range(20 if frozen is not None else 1):
+            params = {name: (a[name] if rng.random() < 0.5 else b[name]) for name in self.names}
+            chosen = {p.block: (p, a) for p in a.patches}
+            for p in b.patches:
+                if p.block not in chosen or rng.random() < 0.5:
+                    chosen[p.block] = (p, b)
+            pinned: dict[str, Any] = {}
+            patches = []
+            for block in sorted(chosen):
+                patch, source = chosen[block]
+                covered = frozen(Genome(source.family, source.params, (patch,))) if frozen is not None else ()
+                if any(name in pinned and pinned[name] != source[name] for name in covered):
+                    continue
+                pinned.update({name: source[name] for name in covered})
+                patches.append(patch)
+            params.update(pinned)
+            try:
+                child = self.repair(Genome.make(self.family, params, patches), rng)
+            except InvalidGenome:
+                if frozen is None:
+                    raise
+                continue
+            if all(child.get(name) == value for name, value in pinned.items()):
+                return child
+        return a
 
     def neighbours(self, genome: Genome) -> list[Genome]:
         """Every valid genome one step away in one parameter (deduplicated, parent excluded)."""

@@ -67,7 +67,8 @@ class LlmParam:
             params=[{"name": p.name, "kind": p.kind, "choices": [str(c) for c in p.choices], "doc": p.doc}
                     for p in space.params],
             rules=[r.description for r in space.rules], parent_json=json.dumps(parent.param_dict, sort_keys=True),
-            parent_us=parent_us, best=best,
+            parent_us=parent_us, best=best, frozen=sorted(ctx.frozen_of(parent)),
+            patched=[patch.block for patch in parent.patches],
             failures=[{"status": f.get("status"), "reason": (f.get("reason") or "")[:200]}
                       for f in history.get("recent_failures", [])[-3:]])
         return [{"role": "system", "content": "You are an expert CUDA performance engineer. Answer in JSON only."},
@@ -86,12 +87,17 @@ class LlmParam:
             raise OperatorError("invalid", f"unknown parameter(s) {', '.join(map(repr, unknown))}; "
                                            f"known: {', '.join(space.names)}")
         params = parent.param_dict
+        frozen = ctx.frozen_of(parent)
         for name, value in moves.items():
             choices = space.spec(name).choices
             match = next((c for c in choices if c == value or str(c) == str(value)), None)
             if match is None:
                 raise OperatorError("invalid", f"{name}={value!r} is not allowed; choices: "
                                                f"{', '.join(map(str, choices))}")
+            if name in frozen and match != params[name]:
+                raise OperatorError("frozen", f"{name} is fixed at {params[name]!r} by this kernel's code patch "
+                                              f"(block(s) {', '.join(p.block for p in parent.patches)}); "
+                                              f"fixed parameters: {', '.join(sorted(frozen))}")
             params[name] = match
         reason = obj.get("reason")
         return Genome.make(space.family, params, parent.patches), str(reason)[:300] if reason else ""

@@ -6,8 +6,9 @@ model, seeds); `family_registry()` holds the built-ins and takes plug-ins by imp
 
 from .family import (COMMON_NVCC_FLAGS, FamilyRegistry, TemplateFamily, builtin_families, default_family,
                      family_registry, get_family, get_space)
-from .render import RenderedKernel, block_source, render, template_blocks
+from .render import RenderedKernel, block_params, block_source, frozen_params, render, template_blocks
 
 __all__ = ["COMMON_NVCC_FLAGS", "FamilyRegistry", "TemplateFamily", "builtin_families", "default_family",
            "family_registry",
-           "get_family", "get_space", "RenderedKernel", "block_source", "render", "template_blocks"]
+           "get_family", "get_space", "RenderedKernel", "block_params", "block_source", "frozen_params", "render",
+           "template_blocks"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from types import SimpleNamespace
 
 import jinja2
@@ -77,13 +78,51 @@ def block_source(genome: Genome, block: str, families: "FamilyRegistry | None" =
             return patch.code
     fam = _family(genome, families)
     env = _environment(fam)
-    owners = [t for t in _chain(env, fam.template_file) if block in t.blocks]
-    if not owners:
+    chain = _chain(env, fam.template_file)
+    if not any(block in t.blocks for t in chain):
         raise KeyError(f"family {genome.family} has no block {block!r}; "
                        f"blocks: {', '.join(sorted(_all_blocks(env, fam.template_file)))}")
-    template = owners[0]
-    context = template.new_context(_context(genome, fam))
-    return "".join(template.blocks[block](context))
+    context = chain[0].new_context(_context(genome, fam))
+    for parent in chain[1:]:  # as rendering does, so that a block calling super() finds its parent's
+        for name, render_block in parent.blocks.items():
+            context.blocks.setdefault(name, []).append(render_block)
+    return "".join(context.blocks[block][0](context))
+
+
+def block_params(family: str, block: str, families: "FamilyRegistry | None" = None) -> frozenset[str]:
+    """The family's parameters that one block's template text uses (`p.NAME`, `p['NAME']`, also
+    through `super()`): what a code patch of that block covers."""
+    fam = _family(family, families)
+    return _block_params(tuple(fam.template_folders()), fam.template_file, block) & frozenset(fam.space.names)
+
+
+@lru_cache(maxsize=512)  # a pure function of the template files; parsing them is the slow part
+def _block_params(folders: tuple[str, ...], template_file: str, block: str) -> frozenset[str]:
+    from jinja2 import nodes
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(list(folders)))
+    names: set[str] = set()
+    for template in _chain(env, template_file):
+        source, _, _ = env.loader.get_source(env, template.name)
+        owner = next((b for b in env.parse(source).find_all(nodes.Block) if b.name == block), None)
+        if owner is None:
+            continue
+        for node in owner.find_all((nodes.Getattr, nodes.Getitem)):
+            if isinstance(node.node, nodes.Name) and node.node.name == "p":
+                key = node.attr if isinstance(node, nodes.Getattr) else getattr(node.arg, "value", None)
+                if isinstance(key, str):
+                    names.add(key)
+        calls_super = any(isinstance(c.node, nodes.Name) and c.node.name == "super" for c in owner.find_all(nodes.Call))
+        if not calls_super:
+            break
+    return frozenset(names)
+
+
+def frozen_params(genome: Genome, families: "FamilyRegistry | None" = None) -> frozenset[str]:
+    """The parameters fixed in this genome: those its patched blocks cover. Changing one would give
+    a new genome id but not new code, so operators leave them as they are (OperatorContext.frozen)."""
+    if not genome.patches:
+        return frozenset()
+    return frozenset().union(*(block_params(genome.family, p.block, families) for p in genome.patches))
 
 
 def _context(genome: Genome, family: TemplateFamily) -> dict:

@@ -128,18 +128,38 @@ def test_yaml_syntax_error_gives_the_line(tmp_path):
     assert "found the key 'name' twice" in str(info.value) and f"{dup}:2:" in str(info.value)
 
 
-def test_llm_operators_not_built_yet_are_refused_and_llm_param_is_known(tmp_path):
+def test_the_llm_operators_are_known_and_an_unknown_llm_operator_is_refused(tmp_path):
     errs = errors_of(tmp_path, """
         name: x
         shapes: [1024x1024x1024]
         budget: {evaluations_per_shape: 8}
-        operators: [{name: llm_patch, model: local}]
+        operators: [{name: llm_dream, model: local}]
         llm: {providers: [{name: local, kind: "plugin_examples_for_schema:EchoProvider", model: m}]}
     """)
     assert len(errs) == 1
-    assert errs[0].startswith("operators[0].name: 'llm_patch' is not allowed: LLM operator 'llm_patch' is not "
+    assert errs[0].startswith("operators[0].name: 'llm_dream' is not allowed: LLM operator 'llm_dream' is not "
                               "available; available: ")
-    assert "llm_param" in errs[0]
+    for name in ("llm_param", "llm_patch", "llm_fix", "llm_crossover"):
+        assert name in errs[0]
+    config = load_campaign(write(tmp_path, """
+        name: x
+        shapes: [1024x1024x1024]
+        budget: {evaluations_per_shape: 8}
+        operators:
+          - {name: llm_patch, model: local, params: {blocks: [tile_config, mainloop], retries: 2}}
+          - {name: llm_fix, model: local}
+          - {name: llm_crossover, model: local}
+        llm: {providers: [{name: local, kind: "plugin_examples_for_schema:EchoProvider", model: m}]}
+    """, "ok.yaml"))
+    assert [o.arm_name for o in config.operators] == ["llm_patch@local", "llm_fix@local", "llm_crossover@local"]
+    errs = errors_of(tmp_path, """
+        name: x
+        shapes: [1024x1024x1024]
+        budget: {evaluations_per_shape: 8}
+        operators: [{name: llm_patch, model: local, params: {blocks: [abi]}}]
+        llm: {providers: [{name: local, kind: "plugin_examples_for_schema:EchoProvider", model: m}]}
+    """)
+    assert len(errs) == 1 and "may never be patched" in errs[0]
 
 
 def test_operator_params_and_arms_and_models(tmp_path):
