@@ -15,7 +15,7 @@ from typing import Iterable
 
 import torch
 
-from ._table import Dispatch, run_kernel
+from ._table import Dispatch, raise_status
 
 NAMESPACE = __package__ or "evogemm_kernels"
 DISPATCH = Dispatch()
@@ -31,32 +31,46 @@ def _warn_once(key: str, text: str) -> None:
     warnings.warn(text, RuntimeWarning, stacklevel=3)
 
 
+_HALF = torch.float16
+_raw_stream = torch._C._cuda_getCurrentRawStream  # the current stream's cudaStream_t, as an int
+
+
 def _served(a: torch.Tensor, w: torch.Tensor):
-    """The kernel that serves this call, or None (then the caller falls back to torch.matmul)."""
-    if a.dim() != 2 or w.dim() != 2 or a.dtype != torch.float16 or w.dtype != torch.float16:
+    """The kernel that serves this call, or None (then the caller falls back to torch.matmul).
+    Ordered so that the common refusals cost least; every check is a cheap attribute read."""
+    if a.dtype != _HALF or w.dtype != _HALF or a.dim() != 2 or w.dim() != 2:
         return None
-    key = (a.shape[0], w.shape[0], a.shape[1])
-    if key not in DISPATCH.shapes or w.shape[1] != a.shape[1]:
+    m, k = a.shape
+    n, k2 = w.shape
+    key = (m, n, k)
+    if k2 != k or key not in DISPATCH.shapes:
         return None
-    if not a.is_cuda or a.device != w.device or not a.is_contiguous() or not w.is_contiguous():
+    index = a.get_device()
+    if index < 0 or w.get_device() != index or not a.is_contiguous() or not w.is_contiguous():
         return None
     if (a.data_ptr() | w.data_ptr()) & 15:  # TMA and vector loads need 16-byte aligned bases
         return None
-    index = a.device.index
-    if not DISPATCH.loaded(index) and torch.cuda.is_current_stream_capturing():
-        _warn_once(f"capture{index}", f"{NAMESPACE}: first call on cuda:{index} inside a CUDA-graph capture: "
-                   f"kernels cannot be verified there, torch.matmul is captured instead; call {NAMESPACE}.load() "
-                   "before capturing")
-        return None
-    return DISPATCH.table(torch, index).served.get(key)
+    table = DISPATCH.tables.get(index)
+    if table is None:
+        if torch.cuda.is_current_stream_capturing():
+            _warn_once(f"capture{index}", f"{NAMESPACE}: first call on cuda:{index} inside a CUDA-graph capture: "
+                       f"kernels cannot be verified there, torch.matmul is captured instead; call {NAMESPACE}.load() "
+                       "before capturing")
+            return None
+        table = DISPATCH.table(torch, index)
+    return table.served.get(key)
 
 
 def _hgemm_eager(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     served = _served(a, w)
     if served is None:
         return torch.matmul(a, w.t())
-    out = torch.empty((a.shape[0], w.shape[0]), dtype=torch.float16, device=a.device)
-    run_kernel(torch, served, a, w, out)
+    m, k = a.shape
+    n = w.shape[0]
+    out = torch.empty((m, n), dtype=_HALF, device=a.device)
+    status = served.run(m, n, k, a.data_ptr(), w.data_ptr(), out.data_ptr(), _raw_stream(a.get_device()))
+    if status:
+        raise_status(served, m, n, k, status)
     return out
 
 

@@ -61,6 +61,12 @@ class Served:
     workspace: Any       # torch uint8 tensor
     ws_bytes: int
 
+    def __post_init__(self) -> None:
+        self.ws_ptr = self.workspace.data_ptr()
+
+    def run(self, m: int, n: int, k: int, a_ptr: int, w_ptr: int, c_ptr: int, stream: int) -> int:
+        return self.kernel.run(m, n, k, a_ptr, w_ptr, c_ptr, self.ws_ptr, self.ws_bytes, stream)
+
 
 @dataclass
 class DeviceTable:
@@ -82,21 +88,18 @@ class Dispatch:
                                                         arch=e["arch"], speedup=float(e.get("speedup", 0)))
                         for e in data.get("entries", [])}
         self.shapes = frozenset(self.entries)
-        self._tables: "dict[int, DeviceTable]" = {}
+        self.tables: "dict[int, DeviceTable]" = {}  # loaded devices; read without the lock on the hot path
         self._lock = threading.Lock()
 
     def table(self, torch, index: int) -> DeviceTable:
-        table = self._tables.get(index)
+        table = self.tables.get(index)
         if table is None:
             with self._lock:
-                table = self._tables.get(index)
+                table = self.tables.get(index)
                 if table is None:
                     table = self._load(torch, index)
-                    self._tables[index] = table
+                    self.tables[index] = table
         return table
-
-    def loaded(self, index: int) -> bool:
-        return index in self._tables
 
     # -- loading and verification ------------------------------------------------------------------
     def _load(self, torch, index: int) -> DeviceTable:
@@ -141,15 +144,17 @@ class Dispatch:
         return None
 
 
+def raise_status(served: Served, m: int, n: int, k: int, status: int) -> None:
+    raise RuntimeError(f"evogemm kernel {served.kernel.path} failed on {m}x{n}x{k}: {STATUS_TEXT.get(status, status)}")
+
+
 def run_kernel(torch, served: Served, a, w, out) -> None:
     m, k = a.shape
     n = w.shape[0]
-    stream = torch.cuda.current_stream(a.device).cuda_stream
-    status = served.kernel.run(m, n, k, a.data_ptr(), w.data_ptr(), out.data_ptr(), served.workspace.data_ptr(),
-                               served.ws_bytes, stream)
+    status = served.run(m, n, k, a.data_ptr(), w.data_ptr(), out.data_ptr(),
+                        torch.cuda.current_stream(a.device).cuda_stream)
     if status != 0:
-        raise RuntimeError(f"evogemm kernel {served.kernel.path} failed on {m}x{n}x{k}: "
-                           f"{STATUS_TEXT.get(status, status)}")
+        raise_status(served, m, n, k, status)
 
 
 def verify(torch, index: int, entry: Entry, served: Served) -> dict:
