@@ -3,7 +3,8 @@
 A provider is a class constructed with the provider entry's settings (name, model, base_url,
 api_key_env, and its `options`) that answers chat requests with `complete(messages, ...)`,
 returning a `ChatResult` or raising `ProviderError` (llm_mutators/chat.py). Built in: `openai`
-(any OpenAI-compatible chat-completions server) and `replay` (recorded responses); a user's own
+(any OpenAI-compatible chat-completions server), `replay` (recorded responses) and `transformers`
+(a local model directory, loaded on first use; torch and transformers are imported only then); a user's own
 provider is named by import path `package.module:Class`.
 """
 
@@ -25,5 +26,7 @@ def provider_registry() -> Registry:
     """A fresh registry of LLM provider kinds: the built-ins, plus plug-ins by import path."""
     from .openai_compat import OpenAICompatible
     from .replay import ReplayProvider
-    return Registry("LLM provider", {"openai": OpenAICompatible, "replay": ReplayProvider},
+    from .transformers_local import TransformersLocal
+    return Registry("LLM provider", {"openai": OpenAICompatible, "replay": ReplayProvider,
+                                     "transformers": TransformersLocal},
                     check=class_with("complete"))

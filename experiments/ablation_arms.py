@@ -1,0 +1,390 @@
+"""Ablation with LLM arms of known quality: does the RL-weighted operator policy find what uniform
+operator choice finds, with fewer evaluations, when the arms are (llm_param, good model),
+(llm_param, mediocre model), (llm_param, broken model) and param_mutate?
+
+The models are `ScriptedModel`, an in-process LLM provider (named by import path
+`experiments.ablation_arms:ScriptedModel`) that reads the llm_param prompt (family, shape, parent
+genome) and answers in the operator's JSON:
+
+  good      the best of `candidates` random valid moves of the parent (space.mutate, one to three
+            parameters), ranked by the simulator's noise-free model: a model that knows the cost model
+            but explores little
+  mediocre  one random valid move (what param_mutate does, as an LLM answer)
+  broken    garbage: prose, truncated JSON, unknown parameters, values outside the choices, empty moves
+
+Each answer is drawn from a generator seeded by (the campaign seed, the model, the request, how
+many times it was made before), so a campaign is a deterministic function of its seed.
+
+The same campaign runs with the campaign's bandit (`rl`: Thompson sampling, reward `success`,
+sigma 0.3, failure_reward -1, as in experiments/campaigns/quickstart.yaml) and with `uniform`
+operator choice (equal priors), over several seeds and shapes on the simulator. Metric, per seed and
+shape: the evaluations the rl run needed to reach the uniform run's final best time (same seed), as
+a fraction of the budget (a run that never reaches it counts as 1.0 and is flagged); also how each
+policy split its operator calls (pulls) and evaluated children over the arms.
+
+    evogemm ablate-arms --seeds 5 --out runs/ablation-arms --jobs 2
+    python -m experiments.ablation_arms --seeds 5 --out runs/ablation-arms
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import re
+import random
+import statistics
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from llm_mutators.chat import ChatResult, ProviderError, check_messages, messages_key
+
+QUALITIES = ("good", "mediocre", "broken")
+SHAPES = ("1024x1024x1024", "128x4096x4096", "2048x2048x2048", "4096x1024x1024")
+VARIANTS = {"rl": {"policy": "thompson", "params": {"sigma": 0.3}}, "uniform": {"policy": "uniform", "params": {}}}
+PROVIDER = "experiments.ablation_arms:ScriptedModel"
+_FAMILY = re.compile(r"You tune (\S+) HGEMM kernels")
+_SHAPE = re.compile(r"M=(\d+), N=(\d+), K=(\d+)")
+
+
+def read_prompt(text: str) -> tuple[str, Any, dict[str, Any]]:
+    """(family, problem, parent params) of an llm_param prompt, or ProviderError."""
+    from genome import Problem
+    family, shape = _FAMILY.search(text), _SHAPE.search(text)
+    at = text.find("The parent kernel")
+    start = text.find("{", at) if at >= 0 else -1
+    if not family or not shape or start < 0:
+        raise ProviderError("bad_response", "not an llm_param prompt (no family, shape or parent kernel in it)")
+    try:
+        parent, _ = json.JSONDecoder().raw_decode(text[start:])
+    except ValueError as exc:
+        raise ProviderError("bad_response", f"the prompt's parent kernel is not JSON ({exc})") from None
+    return family.group(1), Problem(*(int(g) for g in shape.groups())), parent
+
+
+class ScriptedModel:
+    """An LLM provider of known quality for llm_param prompts. See the module docstring."""
+
+    def __init__(self, name: str, model: str, quality: str = "mediocre", seed: int = 0, candidates: int = 4,
+                 base_url: "str | None" = None, api_key_env: "str | None" = None):
+        if quality not in QUALITIES:
+            raise ValueError(f"provider {name!r}: quality must be one of {', '.join(QUALITIES)}, got {quality!r}")
+        if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
+            raise ValueError(f"provider {name!r}: candidates must be a whole number >= 1, got {candidates!r}")
+        self.name, self.model, self.quality, self.seed, self.candidates = name, model, quality, int(seed), candidates
+        self._lock = threading.Lock()
+        self._repeats: dict[tuple[int, str], int] = {}
+        self._sim: Any = None
+
+    def _rng(self, key: str, seed: "int | None") -> random.Random:
+        seed = self.seed if seed is None else int(seed)
+        with self._lock:
+            n = self._repeats.get((seed, key), 0)
+            self._repeats[(seed, key)] = n + 1
+        digest = hashlib.sha256(f"{seed}|{self.model}|{self.quality}|{key}|{n}".encode()).digest()
+        return random.Random(int.from_bytes(digest[:8], "little"))
+
+    def complete(self, messages: Any, max_tokens: int = 1024, temperature: float = 0.7,
+                 seed: "int | None" = None) -> ChatResult:
+        msgs = check_messages(messages)
+        prompt = "\n".join(m["content"] for m in msgs)
+        rng = self._rng(messages_key(self.model, msgs), seed)
+        if self.quality == "broken":
+            text = self._garbage(prompt, rng)
+        else:
+            family, problem, parent = read_prompt(prompt)
+            text = json.dumps(self._move(family, problem, parent, rng))
+        # usage: words, a stand-in for tokens (no tokenizer here)
+        return ChatResult(text=text, model=self.model, prompt_tokens=len(prompt.split()),
+                          completion_tokens=len(text.split()), finish_reason="stop")
+
+    def _move(self, family: str, problem: Any, parent_params: Mapping[str, Any], rng: random.Random) -> dict:
+        from genome import Genome
+        from templates import get_space
+        space = get_space(family)
+        parent = Genome.make(family, dict(parent_params))
+        moves: list[Genome] = []
+        for _ in range(50 * self.candidates):
+            child = space.mutate(parent, rng, n_changes=rng.randint(1, 3))
+            if child.id != parent.id and space.is_valid(child, problem) and child not in moves:
+                moves.append(child)
+                if len(moves) == (self.candidates if self.quality == "good" else 1):
+                    break
+        if not moves:
+            raise ProviderError("bad_response", f"no valid move of the parent for {problem.name}")
+        if self.quality == "good":
+            moves.sort(key=lambda g: (self._time(g, problem), g.id))
+        best = moves[0]
+        diff = {k: v for k, v in best.param_dict.items() if parent.param_dict.get(k) != v}
+        return {"params": diff, "reason": f"{self.quality} move of {len(diff)} parameter(s)"}
+
+    def _time(self, genome: Any, problem: Any) -> float:
+        from evaluator.simulator import SimulatedEvaluator
+        if self._sim is None:
+            self._sim = SimulatedEvaluator()
+        return self._sim.predict_us(genome, problem)
+
+    @staticmethod
+    def _garbage(prompt: str, rng: random.Random) -> str:
+        names = re.findall(r"^- (\w+) \((?:compile|runtime)\)", prompt, re.M) or ["tile_n"]
+        kinds = ["I would make the tiles larger and use more pipeline stages to hide latency.",
+                 '{"params": {"' + rng.choice(names) + '": 12',
+                 json.dumps({"params": {"warp_count": rng.choice([3, 5, 7])}, "reason": "more warps"}),
+                 json.dumps({"params": {rng.choice(names): "fastest"}, "reason": "faster"}),
+                 json.dumps({"params": {}, "reason": "the parent is already optimal"})]
+        return rng.choice(kinds)
+
+
+def campaign_dict(seed: int, variant: str, budget: int, shapes: Sequence[str], candidates: int = 4,
+                  param_mutate: bool = True, seeded: bool = False) -> dict[str, Any]:
+    """The ablation's campaign: quickstart's population and reward, three scripted LLM arms
+    (and param_mutate), all priors equal, on the simulator without noise. Unless `seeded`, the
+    first population is all random samples (no hand-picked genomes, no seeds from the shapes solved
+    before), so that what a run finds comes from its operators and not from a seed that is already
+    the best genome of the shape."""
+    sel = VARIANTS[variant]
+    operators = [{"name": "llm_param", "model": q} for q in QUALITIES]
+    if param_mutate:
+        operators.append({"name": "param_mutate"})
+    return {"name": f"arms-{variant}-s{seed}", "seed": seed, "shapes": list(shapes),
+            "budget": {"evaluations_per_shape": budget},
+            "population": {"size": 12, "islands": 2, "offspring": 6, "migration_interval": 3,
+                           "migration_size": 2, "elite": 2, "seed_fraction": 0.5 if seeded else 0.0},
+            "operators": operators,
+            "selection": {"policy": sel["policy"], "params": dict(sel["params"]), "reward": "success",
+                          "failure_reward": -1.0},
+            "strategy": "evolution", "evaluator": {"backend": "simulator"},
+            "llm": {"concurrency": 1, "providers": [{"name": q, "kind": PROVIDER, "model": q,
+                                   "options": {"quality": q, "seed": seed, "candidates": candidates}}
+                                  for q in QUALITIES]}}
+
+
+class _Silent:
+    def update(self, rows: Any, simulated: Any = None, evaluator: Any = None) -> None:
+        pass
+
+
+def run_one(seed: int, variant: str, folder: str, budget: int, shapes: Sequence[str], candidates: int = 4,
+            param_mutate: bool = True, seeded: bool = False) -> dict[str, Any]:
+    """One campaign into `folder`: per shape the best-so-far curve and the arms' pulls, mean
+    reward and evaluated children."""
+    from evolution.db import CampaignDB
+    from experiments.ablation import trajectories
+    from experiments.campaign import create_campaign, run_campaign
+    from experiments.schema import parse_campaign
+    out = Path(folder)
+    config = parse_campaign(campaign_dict(seed, variant, budget, shapes, candidates, param_mutate, seeded),
+                            base_dir=out.parent)
+    if not (out / "campaign.db").exists():
+        create_campaign(config, out)
+    t0 = time.monotonic()
+    run_campaign(out, progress=_Silent(), plots=False)
+    seconds = time.monotonic() - t0
+    result = {"seed": seed, "variant": variant, "folder": str(out), "seconds": seconds,
+              "shapes": trajectories(out), "arms": {}}
+    db = CampaignDB(out / "campaign.db", readonly=True)
+    try:
+        for name in result["shapes"]:
+            log = db.policy_log(name)
+            stats = log[-1]["stats"] if log else {}
+            children: dict[str, int] = {}
+            for p in db.proposals(name):
+                if p.get("arm"):
+                    children[p["arm"]] = children.get(p["arm"], 0) + 1
+            result["arms"][name] = {arm: {"pulls": s["pulls"], "mean_reward": s["mean_reward"],
+                                          "children": children.get(arm, 0)} for arm, s in stats.items()}
+    finally:
+        db.close()
+    return result
+
+
+def summarise(runs: Sequence[Mapping[str, Any]], budget: int) -> dict[str, Any]:
+    """Per (seed, shape): evaluations for rl to reach uniform's final best, as a fraction of the budget."""
+    from experiments.ablation import evals_to_reach
+    by = {(r["variant"], r["seed"]): r for r in runs}
+    rows = []
+    for (variant, seed), rl in sorted(by.items()):
+        uni = by.get(("uniform", seed))
+        if variant != "rl" or uni is None:
+            continue
+        for shape, d in sorted(rl["shapes"].items()):
+            target = uni["shapes"][shape]["curve"][-1]
+            k = evals_to_reach(d["curve"], target)
+            own = evals_to_reach(uni["shapes"][shape]["curve"], target)
+            rows.append({"seed": seed, "shape": shape, "uniform_best_us": target, "rl_best_us": d["curve"][-1],
+                         "rl_evals": k, "fraction": (k if k is not None else budget) / budget,
+                         "reached": k is not None, "uniform_evals": own})
+    fractions = [r["fraction"] for r in rows]
+    curves = mean_curves(runs, budget)
+    hit = next((i + 1 for i, v in enumerate(curves["rl"]) if v >= curves["uniform"][-1]), None) \
+        if curves.get("rl") and curves.get("uniform") else None
+    split: dict[str, dict[str, dict[str, float]]] = {}
+    for variant in VARIANTS:
+        totals: dict[str, dict[str, float]] = {}
+        for r in runs:
+            if r["variant"] != variant:
+                continue
+            for arms in r["arms"].values():
+                for arm, s in arms.items():
+                    t = totals.setdefault(arm, {"pulls": 0, "children": 0, "reward_sum": 0.0})
+                    t["pulls"] += s["pulls"]
+                    t["children"] += s["children"]
+                    t["reward_sum"] += (s["mean_reward"] or 0.0) * s["pulls"]
+        pulls, kids = sum(t["pulls"] for t in totals.values()) or 1, sum(t["children"] for t in totals.values()) or 1
+        split[variant] = {arm: {"pull_share": t["pulls"] / pulls, "child_share": t["children"] / kids,
+                                "mean_reward": t["reward_sum"] / t["pulls"] if t["pulls"] else None,
+                                "pulls": t["pulls"], "children": t["children"]} for arm, t in sorted(totals.items())}
+    return {"rows": rows, "mean_fraction": statistics.fmean(fractions) if fractions else None,
+            "mean_curves": curves, "mean_curve_evals": hit,
+            "median_fraction": statistics.median(fractions) if fractions else None,
+            "reached": sum(r["reached"] for r in rows), "cases": len(rows),
+            "within_60": sum(r["reached"] and r["fraction"] <= 0.6 for r in rows), "split": split,
+            "seconds": {v: statistics.fmean([r["seconds"] for r in runs if r["variant"] == v] or [math.nan])
+                        for v in VARIANTS}}
+
+
+def mean_curves(runs: Sequence[Mapping[str, Any]], budget: int) -> dict[str, list[float]]:
+    """Per variant, after each evaluation: the mean over (seed, shape) of (best time either variant
+    found for that seed and shape) / (this variant's best so far); 1.0 = caught up with the best."""
+    best: dict[tuple[int, str], float] = {}
+    for r in runs:
+        for shape, d in r["shapes"].items():
+            if d["curve"] and d["curve"][-1] is not None:
+                key = (r["seed"], shape)
+                best[key] = min(best.get(key, math.inf), d["curve"][-1])
+    out: dict[str, list[float]] = {}
+    for variant in VARIANTS:
+        series = []
+        for r in runs:
+            if r["variant"] != variant:
+                continue
+            for shape, d in r["shapes"].items():
+                curve = list(d["curve"])[:budget]
+                curve += [curve[-1] if curve else None] * (budget - len(curve))   # a shape that stopped early
+                series.append([best[(r["seed"], shape)] / t if t else 0.0 for t in curve])
+        if series:
+            out[variant] = [statistics.fmean(col) for col in zip(*series)]
+    return out
+
+
+def render_markdown(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
+    lines = [f"- seeds {', '.join(map(str, meta['seeds']))}; budget {meta['budget']} evaluations per shape; "
+             f"shapes {', '.join(meta['shapes'])}; good model: best of {meta['candidates']} moves; first population: "
+             f"{'seeded (hand-picked, solved shapes)' if meta['seeded'] else 'random samples'}; "
+             f"param_mutate arm: {'yes' if meta['param_mutate'] else 'no'}",
+             "", "| seed | shape | uniform final best (us) | rl final best (us) | rl evals to reach it | "
+             "fraction of budget | uniform's own evals |", "|---|---|---|---|---|---|---|"]
+    for r in summary["rows"]:
+        k = str(r["rl_evals"]) if r["reached"] else "not reached"
+        lines.append(f"| {r['seed']} | {r['shape']} | {r['uniform_best_us']:.2f} | {r['rl_best_us']:.2f} | {k} | "
+                     f"{r['fraction']:.2f} | {r['uniform_evals']} |")
+    lines += ["", f"Mean fraction {summary['mean_fraction']:.3f} (median {summary['median_fraction']:.3f}); "
+                  f"reached in {summary['reached']}/{summary['cases']}; within 60% of the budget in "
+                  f"{summary['within_60']}/{summary['cases']}.", "",
+              "Mean over seeds and shapes of (best time either policy found) / (best so far), after n evaluations:",
+              "", "| n | " + " | ".join(VARIANTS) + " |", "|---|" + "---|" * len(VARIANTS)]
+    curves = summary["mean_curves"]
+    for n in sorted({max(1, round(meta["budget"] * f / 8)) for f in range(1, 9)}):
+        lines.append(f"| {n} | " + " | ".join(f"{curves[v][n - 1]:.3f}" if v in curves else "-" for v in VARIANTS)
+                     + " |")
+    hit = summary["mean_curve_evals"]
+    lines += ["", "rl's mean curve reaches uniform's final value after " +
+              (f"{hit} evaluations ({hit / meta['budget']:.0%} of the budget)." if hit else "no evaluation in the "
+               "budget."), "",
+              "| arm | " + " | ".join(f"{v}: pulls / evaluated children / mean reward" for v in VARIANTS) + " |",
+              "|---|" + "---|" * len(VARIANTS)]
+    arms = sorted({a for s in summary["split"].values() for a in s})
+    for arm in arms:
+        cells = []
+        for v in VARIANTS:
+            s = summary["split"].get(v, {}).get(arm)
+            cells.append("-" if s is None else f"{s['pull_share']:.1%} ({s['pulls']}) / {s['child_share']:.1%} "
+                         f"({s['children']}) / {s['mean_reward']:+.3f}" if s["mean_reward"] is not None else "-")
+        lines.append(f"| {arm} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def run_arms_ablation(seeds: int = 5, out_dir: "str | Path" = "runs/ablation-arms", budget: int = 96,
+                      shapes: Sequence[str] = SHAPES, jobs: int = 1, base_seed: int = 0, candidates: int = 4,
+                      param_mutate: bool = True, seeded: bool = False, console: Any = None) -> dict[str, Any]:
+    for name, value in (("seeds", seeds), ("jobs", jobs), ("budget", budget), ("candidates", candidates)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"ablation: {name} must be a whole number >= 1, got {value!r}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    seed_list = [base_seed + i for i in range(seeds)]
+    tasks = [(seed, v, str(out / "runs" / f"{v}-s{seed}"), budget, list(shapes), candidates, param_mutate, seeded)
+             for seed in seed_list for v in VARIANTS]
+    runs = []
+    with ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else _Inline() as pool:
+        for r in pool.map(_star, tasks):
+            runs.append(r)
+            if console is not None:
+                console.print(f"{r['variant']:>8} seed {r['seed']}: {r['seconds']:.1f} s", highlight=False)
+    meta = {"seeds": seed_list, "budget": budget, "shapes": list(shapes), "candidates": candidates,
+            "param_mutate": param_mutate, "seeded": seeded, "variants": VARIANTS}
+    summary = summarise(runs, budget)
+    markdown = render_markdown(summary, meta)
+    (out / "ablation-arms.json").write_text(json.dumps({"meta": meta, "summary": summary, "runs": runs}) + "\n")
+    (out / "ablation-arms.md").write_text(markdown)
+    return {"meta": meta, "summary": summary, "runs": runs, "markdown": markdown}
+
+
+class _Inline:
+    def __enter__(self) -> "_Inline":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+    @staticmethod
+    def map(fn: Any, items: Any) -> Any:
+        return map(fn, items)
+
+
+def _star(args: tuple) -> dict:
+    return run_one(*args)
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seeds", type=int, default=5, help="seeds (default 5)")
+    p.add_argument("--out", required=True, help="folder for the runs, ablation-arms.json and ablation-arms.md")
+    p.add_argument("--budget", type=int, default=96, help="evaluations per shape (default 96)")
+    p.add_argument("--shapes", help=f"comma-separated MxNxK (default {','.join(SHAPES)})")
+    p.add_argument("--jobs", type=int, default=1, help="runs in parallel (processes)")
+    p.add_argument("--base-seed", type=int, default=0)
+    p.add_argument("--candidates", type=int, default=4, help="moves the good model ranks (default 4)")
+    p.add_argument("--no-param-mutate", action="store_true", help="only the three LLM arms")
+    p.add_argument("--seeded", action="store_true", help="seed the first population as campaigns do (hand-picked "
+                                                         "genomes, shapes solved before); default: random samples")
+
+
+def _run_args(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    shapes = args.shapes.split(",") if args.shapes else SHAPES
+    result = run_arms_ablation(args.seeds, args.out, args.budget, shapes, args.jobs, args.base_seed,
+                               args.candidates, not args.no_param_mutate, args.seeded, console=Console())
+    print(result["markdown"])
+    return 0
+
+
+def register(sub: Any) -> None:
+    from experiments.cli import add_command
+    p = add_command(sub, "ablate-arms", "RL-weighted vs uniform operator choice with LLM arms of known quality "
+                                        "(scripted good, mediocre and broken models), on the simulator")
+    _add_arguments(p)
+    p.set_defaults(func=_run_args)
+
+
+def main(argv: "Sequence[str] | None" = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m experiments.ablation_arms", description=__doc__.split("\n\n")[0])
+    _add_arguments(p)
+    return _run_args(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
