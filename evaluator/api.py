@@ -70,6 +70,9 @@ class Measurement:
     # paired against a reference baseline timed in the same rounds (evaluator.paired.PairedFigure):
     # {reference, reference_start_us, reference_us, median, low, high, rounds, effective_us}
     paired: "dict | None" = None
+    # a failure's diagnostic text: for a compile error, the useful excerpt of the compiler's log
+    # (evaluator.build_log.log_excerpt: the first errors with their context, at most ~200 lines / 16 KB)
+    log: "str | None" = None
 
     @property
     def ok(self) -> bool:

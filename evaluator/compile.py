@@ -26,6 +26,8 @@ from typing import Callable, Sequence
 from genome import Genome, InvalidGenome
 from templates import FamilyRegistry, RenderedKernel, TemplateFamily, render
 
+from .build_log import log_excerpt
+
 BUILD_GB = 3.5           # peak RSS of one CUTLASS sm90 build with nvcc 13 (measured 3.3-3.4 GB)
 DEFAULT_TIMEOUT_S = 600  # one build normally takes 40-55 s
 
@@ -96,6 +98,7 @@ class BuildResult:
     cached: bool = False       # served from the cache by this call
     reason: "str | None" = None  # why it failed or was rejected
     log: "str | None" = None   # path of the kept build log
+    excerpt: "str | None" = None  # a failed build's useful log excerpt (log_excerpt)
     registers: "int | None" = None
     spill_bytes: int = 0
     knobs: tuple[int, ...] = ()
@@ -277,7 +280,8 @@ class Compiler:
             text = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
             shutil.rmtree(work, ignore_errors=True)  # not cached: a later build may take longer
             return BuildResult(kernel.genome.id, key, ok=False, seconds=seconds,
-                               reason=f"nvcc timed out after {self.timeout_s:.0f} s: " + first_error(text))
+                               reason=f"nvcc timed out after {self.timeout_s:.0f} s: " + first_error(text),
+                               excerpt=log_excerpt(text) if text else None)
         except OSError as exc:
             raise ToolchainError(f"cannot run nvcc ({self.tools.nvcc}): {exc}") from exc
         seconds = time.monotonic() - start
@@ -291,10 +295,11 @@ class Compiler:
         elif self.reject_spills and report.spill_bytes > 0:
             reason = f"rejected: register spills ({report.spill_bytes} bytes spilled)"
         ok = reason is None
+        excerpt = None if ok else log_excerpt(output)
         if not ok and lib.exists():
             lib.unlink()
         result = BuildResult(kernel.genome.id, key, ok=ok, seconds=round(seconds, 2), reason=reason,
-                             registers=report.max_registers, spill_bytes=report.spill_bytes)
+                             registers=report.max_registers, spill_bytes=report.spill_bytes, excerpt=excerpt)
         # Publish atomically: another process may have finished the same key meanwhile.
         try:
             os.rename(work, final)

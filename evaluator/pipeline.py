@@ -19,6 +19,7 @@ from typing import Callable, Protocol, Sequence
 from genome import Genome, Problem
 
 from .api import STATUS_COMPILE_FAILED, STATUS_INVALID, STATUS_REJECTED, Measurement
+from .build_log import read_log_excerpt
 from .compile import BuildResult
 
 SpaceCheck = Callable[[Genome, Problem], "str | None"]  # None when the genome can run the problem
@@ -39,11 +40,16 @@ class Runner(Protocol):
 
 
 def build_failure(genome: Genome, problem: Problem, build: BuildResult) -> Measurement:
+    """The measurement of a build that failed or was rejected, with the useful excerpt of its
+    compiler log (a build cached before excerpts were kept: read from its log file)."""
     reason = build.reason or ""
     status = STATUS_REJECTED if reason.startswith("rejected") else (
         STATUS_INVALID if reason.startswith("invalid") else STATUS_COMPILE_FAILED)
+    log = None
+    if status != STATUS_INVALID:
+        log = build.excerpt or read_log_excerpt(build.log)
     return Measurement(genome.id, problem.name, status, reason=build.reason, build_seconds=build.seconds,
-                       build_key=build.build_key)
+                       build_key=build.build_key, log=log)
 
 
 @dataclass

@@ -17,10 +17,11 @@ a `kill -9` at any moment loses at most the evaluation in flight. Tables:
             response_id, note, meta, tokens, created)
                                 every offspring the strategy asked for, in order (seq is global)
   evaluations(genome_id, problem, status, device_us, device, server, call, rel_error, acc_error, reason,
-              simulated, build_key, build_seconds, gpu_seconds, seconds, seq, session, created, paired)
+              simulated, build_key, build_seconds, gpu_seconds, seconds, seq, session, created, paired, log)
                                 one row per (genome, problem), never two: a genome measured on a
                                 problem is never measured again. device_us is the time the search
-                                ranks by (Measurement.time_us: drift-corrected when `paired`)
+                                ranks by (Measurement.time_us: drift-corrected when `paired`); log is
+                                a failure's diagnostic (a compile error's log excerpt)
   llm_calls(key, model, messages, status, text, error, tokens, response, created)
                                 every LLM call, recorded before its answer is used: a resume
                                 answers the same request from here (no paid call repeated)
@@ -30,6 +31,11 @@ a `kill -9` at any moment loses at most the evaluation in flight. Tables:
   baselines(problem, best_name, best_us, json, simulated, created)
   policy_log(problem, round, seq, policy, probabilities, stats, state, created)
                                 the selection policy after each round of each shape
+  operator_failures(problem, idx, arm, kind, error, reason, llm_calls, session, created)
+                                every operator call that produced no child (garbage or refused
+                                answer, failed or over-budget call, an exception), the idx-th of
+                                its shape's strategy: a resume re-generates the same ones, which
+                                are kept once
   events(id, created, session, kind, problem, data)
                                 shape_start, shape_done, session notes, errors
 """
@@ -87,6 +93,8 @@ class CampaignDB:
                 self.conn.execute("ALTER TABLE evaluations ADD COLUMN acc_error REAL")
             if "paired" not in columns:     # a database made before paired search measurements
                 self.conn.execute("ALTER TABLE evaluations ADD COLUMN paired TEXT")
+            if "log" not in columns:        # a database made before failures kept their log excerpt
+                self.conn.execute("ALTER TABLE evaluations ADD COLUMN log TEXT")
         self.conn.row_factory = sqlite3.Row
         self.session: "int | None" = None
 
@@ -250,12 +258,12 @@ class CampaignDB:
             self.conn.execute(
                 "INSERT INTO evaluations(genome_id, problem, status, device_us, device, server, call, rel_error, "
                 "acc_error, reason, simulated, build_key, build_seconds, gpu_seconds, seconds, seq, session, created, "
-                "paired) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "paired, log) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (m.genome_id, m.problem, m.status, m.time_us, _dumps(m.device.to_dict()) if m.device else None,
                  _dumps(m.server.to_dict()) if m.server else None, _dumps(m.call.to_dict()) if m.call else None,
                  m.rel_error, m.acc_error, m.reason, int(bool(m.simulated)), m.build_key, float(m.build_seconds or 0.0),
                  float(m.gpu_seconds or 0.0), float(seconds), seq, self.session, time.time(),
-                 _dumps(m.paired) if m.paired else None))
+                 _dumps(m.paired) if m.paired else None, m.log))
             self._touch()
 
     def measurements(self, problem: "str | None" = None) -> dict[tuple[str, str], Measurement]:
@@ -340,6 +348,31 @@ class CampaignDB:
     def llm_tokens_used(self) -> int:
         return int(self.conn.execute("SELECT COALESCE(SUM(tokens), 0) FROM llm_calls").fetchone()[0])
 
+    # -- operator failures: calls that produced no child, credited to their arm ------------------
+    def record_operator_failures(self, problem: str, start: int, rows: Sequence[Mapping[str, Any]]) -> None:
+        """The shape's operator failures number start, start+1, ...; those already stored (a resume
+        re-generates them) are kept as they are."""
+        if not rows:
+            return
+        now = time.time()
+        with self._tx():
+            for i, row in enumerate(rows, start):
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO operator_failures(problem, idx, arm, kind, error, reason, llm_calls, session, "
+                    "created) VALUES (?,?,?,?,?,?,?,?,?)",
+                    (problem, i, row["arm"], row.get("kind") or "error", row.get("error"), row.get("reason"),
+                     _dumps(list(row.get("llm_calls") or [])), self.session, now))
+            self._touch()
+
+    def operator_failures(self, problem: "str | None" = None) -> list[dict]:
+        sql = "SELECT * FROM operator_failures" + (" WHERE problem=?" if problem else "") + " ORDER BY problem, idx"
+        out = []
+        for r in self.conn.execute(sql, (problem,) if problem else ()):
+            d = dict(r)
+            d["llm_calls"] = json.loads(d["llm_calls"]) if d["llm_calls"] else []
+            out.append(d)
+        return out
+
     # -- confirmations: a second, independent measurement before a genome enters the hall of fame --
     def record_confirmation(self, m: Measurement) -> None:
         with self._tx():
@@ -419,6 +452,7 @@ def _measurement(r: sqlite3.Row) -> Measurement:
         server=_timing(r["server"]), call=_timing(r["call"]), rel_error=r["rel_error"],
         acc_error=r["acc_error"] if "acc_error" in r.keys() else None,
         paired=json.loads(r["paired"]) if "paired" in r.keys() and r["paired"] else None,
+        log=r["log"] if "log" in r.keys() else None,
         reason=r["reason"], simulated=bool(r["simulated"]), build_seconds=r["build_seconds"], gpu_seconds=r["gpu_seconds"],
         build_key=r["build_key"])
 

@@ -20,7 +20,7 @@ CREATE TABLE IF NOT EXISTS evaluations (
     device_us REAL, device TEXT, server TEXT, call TEXT, rel_error REAL, acc_error REAL, reason TEXT,
     simulated INTEGER NOT NULL, build_key TEXT, build_seconds REAL NOT NULL DEFAULT 0,
     gpu_seconds REAL NOT NULL DEFAULT 0, seconds REAL NOT NULL DEFAULT 0, seq INTEGER,
-    session INTEGER, created REAL NOT NULL, paired TEXT, PRIMARY KEY (genome_id, problem));
+    session INTEGER, created REAL NOT NULL, paired TEXT, log TEXT, PRIMARY KEY (genome_id, problem));
 CREATE INDEX IF NOT EXISTS evaluations_problem ON evaluations(problem, device_us);
 CREATE TABLE IF NOT EXISTS baselines (
     problem TEXT PRIMARY KEY, best_name TEXT, best_us REAL, json TEXT NOT NULL, simulated INTEGER NOT NULL,
@@ -36,6 +36,9 @@ CREATE TABLE IF NOT EXISTS confirmations (
 CREATE TABLE IF NOT EXISTS llm_calls (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, messages TEXT NOT NULL, status TEXT NOT NULL,
     text TEXT, error TEXT, tokens INTEGER NOT NULL DEFAULT 0, response TEXT, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS operator_failures (
+    problem TEXT NOT NULL, idx INTEGER NOT NULL, arm TEXT NOT NULL, kind TEXT NOT NULL, error TEXT, reason TEXT,
+    llm_calls TEXT, session INTEGER, created REAL NOT NULL, PRIMARY KEY (problem, idx));
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL NOT NULL, session INTEGER, kind TEXT NOT NULL,
     problem TEXT, data TEXT);

@@ -13,7 +13,10 @@ proposal of g+1 sees the results of rounds up to g-1; g is told when both are do
 
 As soon as round g+1 is proposed, its new genomes go to the evaluator's `prefetch` (when it has
 one: the GPU evaluator's Builder starts their nvcc builds), so they compile while the GPU times
-round g (the Builder/Runner split of TVM MetaSchedule); round g's own builds are queued first. The
+round g (the Builder/Runner split of TVM MetaSchedule); round g's own builds are queued first.
+Within a round, the strategy's operator calls run side by side on `llm.concurrency` operator
+threads (evolution/evolve.py), and each call's children are prefetched as soon as it returns, so
+their builds overlap the slower calls still out. The
 strategy is only touched by one thread at a time, and always in this order, so the search is a
 deterministic function of (campaign seed, sequence of measurements); a prefetch changes what is
 built early, never what is measured (the GPU evaluator checks and times every kernel of a shape on
@@ -21,6 +24,9 @@ the same inputs, whichever kernels finish building together).
 
 Dedup. A genome already measured on a shape is never measured again: a repeat proposal is told
 the stored measurement and costs no budget. Builds are shared across shapes by the compile cache.
+
+Operator failures (calls that produced no child) are stored in the database after each round,
+numbered per shape; a resume re-generates the same ones, stored once.
 """
 
 from __future__ import annotations
@@ -92,6 +98,10 @@ class Engine:
             self.simulated = bool(getattr(evaluator, "simulated", False))
         self.evaluator_description: "str | None" = db.get_meta("evaluator_description")
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evogemm-propose")
+        workers = int(getattr(getattr(config, "llm", None), "concurrency", 1) or 1)
+        self._operator_pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evogemm-operator") \
+            if workers > 1 else None
+        self._failures_saved: dict[str, int] = {}  # shape -> operator failures stored so far
         self.llm = make_gateway(config, db, self.plugins.providers)
         self._started = time.monotonic()
 
@@ -127,6 +137,8 @@ class Engine:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        if self._operator_pool is not None:
+            self._operator_pool.shutdown(wait=True)
         if self.llm is not None:
             self.llm.close()
         if self._own_evaluator and self._evaluator is not None:
@@ -198,6 +210,7 @@ class Engine:
 
     def _finished(self, state: ShapeState, reason: str) -> None:
         problem = state.problem
+        self._save_operator_failures(state)
         state.status, state.done_reason = "done", reason
         row = self.db.shape_row(problem.name)
         if (row is None or row["status"] != "done") and not self.grants.waiting(state):
@@ -256,7 +269,8 @@ class Engine:
             params=dict(cfg.strategy.params), config=cfg, best_vendor_us=state.best_vendor_us,
             operators=lambda: build_operators(cfg.operators, plugins.operators), policy=policy,
             parent_selection=lambda: plugins.parent_selections.create(parents.name, **parents.params),
-            seeds=seeds, render=self.render, llm=self.llm)
+            seeds=seeds, render=self.render, llm=self.llm, executor=self._operator_pool,
+            on_proposed=lambda children: self._prefetch_early(state, children))
         return build_strategy(plugins.strategies.resolve(name), ctx)
 
     # -- rounds -----------------------------------------------------------------------------------
@@ -270,6 +284,23 @@ class Engine:
             todo = self.journal.unmeasured(state, offspring)
             if todo:
                 prefetch(todo, state.problem)
+
+    def _prefetch_early(self, state: ShapeState, children: Sequence[Offspring]) -> None:
+        """The children of one operator call, as soon as it returns (on an operator thread): start
+        their builds. A prefetch that fails is only a lost head start: evaluate builds them anyway
+        and reports what goes wrong."""
+        try:
+            self._prefetch(state, children)
+        except Exception:  # noqa: BLE001 - see the docstring
+            pass
+
+    def _save_operator_failures(self, state: ShapeState) -> None:
+        """Store the strategy's operator failures not stored yet (main thread)."""
+        failures = getattr(state.strategy, "operator_failures", None)
+        saved = self._failures_saved.get(state.name, 0)
+        if failures and len(failures) > saved:
+            self.db.record_operator_failures(state.name, saved, failures[saved:])
+            self._failures_saved[state.name] = len(failures)
 
     def _propose(self, state: ShapeState, n: int) -> list[Offspring]:
         """Ask the strategy (on the proposal thread), then start building what it proposed, behind
@@ -331,6 +362,7 @@ class Engine:
                 reused += 1
                 state.reused += 1
             state.strategy.tell(off, m)
+        self._save_operator_failures(state)
         admit(state, new_ok, lambda: self.evaluator, self.db, self.log, confirm=not self.simulated)
         state.rounds += 1
         state.stall = 0 if n_new else state.stall + 1

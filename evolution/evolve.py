@@ -10,9 +10,31 @@ Round structure. The first `ask` returns the initial population (seeds from the 
 shapes and hand-picked genomes, at most `seed_fraction` of it, the rest sampled from the space),
 dealt round-robin to the islands. Each later `ask(n)` first folds the children told since the
 previous ask into their islands (survivor selection; a migration every `migration_interval`
-generations), then makes `n` children, island by island: the policy picks an arm (operator),
-the parent selection picks its parents from the island, the operator proposes, the space repairs and
-validates, and a genome this strategy has already proposed is drawn again.
+generations), then makes `n` children, one per slot, the slots dealt to the islands in turn.
+
+Concurrent proposals. For every slot, in slot order and from the one random generator, the policy
+picks an arm (operator), the parent selection picks its parents from the island, and a seed is
+drawn for the call's own `random.Random`. Then the calls run: those of LLM arms (an entry with a
+`model`, or an operator with `concurrent = True`) side by side on the engine's operator threads
+(`llm.concurrency` of them), the others in this thread; each sees only its own generator and a
+history made before any call ran, and its LLM requests are keyed by its seed
+(LlmGateway.scoped), so nothing depends on thread timing. Results are taken in slot order: the
+space repairs and validates, a genome already proposed is dropped, an operator's failure is
+credited to its arm. A slot left without a child is planned again (at most MAX_ATTEMPTS times),
+then filled by a fresh sample. Every new child of a call is kept: the first fills the slot, the
+others wait in a queue and are handed out first by the next `ask` (so `ask(n)` never returns more
+than n, and evaluation budgets stay exact; children still queued when the shape ends are dropped).
+As soon as a call returns, its children go to `on_proposed` (the engine's prefetch: their builds
+start while slower calls are still out).
+
+Failures. An operator that raises (OperatorError and ProviderError say which `kind`: garbage,
+invalid, refused, budget, timeout, ...) produced no child: `failure_reward` goes to its arm and the
+failure is listed in `operator_failures` (the engine stores them). A child that fails to build or
+run is told like any other and its measurement's reward goes to its arm. An operator with
+`wants_failed_parents = True` (a fix operator) gets its parents from the recent failed genomes of
+the island's family (compile errors, rejected builds, wrong results), with
+`history["failure_of"] = {genome id: {status, reason, log}}`; with none to fix, the arm is passed
+over for that slot (and not credited).
 
 Reward (the policy's update at `tell`), from r = log(parent time / child time) of a successful
 child (the faster parent for two-parent operators, the island's median time for parentless ones):
@@ -29,19 +51,39 @@ from __future__ import annotations
 
 import math
 import random
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from deap import base
 
-from evaluator.api import Measurement
+from evaluator.api import STATUS_COMPILE_FAILED, STATUS_REJECTED, STATUS_WRONG, Measurement
 from genome import (Genome, InvalidGenome, Offspring, OperatorContext, Problem, RandomSample, SearchSpace,
                     apply_operator)
 
+from .parents import FailedGenome, failed_parents
 from .population import Individual, Island, fitness_value, migrate_ring, survivors
 from .operators import OperatorEntry
 
 REWARDS = ("log_ratio", "improvement", "success")
 MAX_ATTEMPTS = 12  # operator draws per child before falling back to a fresh sample
+FIXABLE = (STATUS_COMPILE_FAILED, STATUS_REJECTED, STATUS_WRONG)  # failures a fix operator may take as parents
+KEEP_FAILED = 64   # failed genomes remembered for fix operators
+
+
+@dataclass
+class _Call:
+    """One planned operator call: its slot, arm, parents and context, and what came of it."""
+
+    slot: int
+    island: Island
+    arm: str
+    entry: OperatorEntry
+    parents: list[Genome]
+    ctx: OperatorContext
+    children: list[Offspring] = field(default_factory=list)
+    error: "BaseException | None" = None
+    future: "Future[None] | None" = None
 
 
 def _round_robin_by_family(seeds: Sequence[tuple[Genome, str, str]]) -> list[tuple[Genome, str, str]]:
@@ -68,7 +110,8 @@ class EvolutionStrategy:
                  seed_fraction: float = 0.5, seeds: Sequence[tuple[Genome, str, str]] = (),
                  best_vendor_us: "float | None" = None, failure_reward: float = -1.0, reward: str = "success",
                  parent_selection: Any = None, render: "Callable[[Genome], str] | None" = None,
-                 llm: "Callable[..., Any] | None" = None):
+                 llm: "Callable[..., Any] | None" = None, executor: "Executor | None" = None,
+                 on_proposed: "Callable[[Sequence[Offspring]], None] | None" = None):
         if not spaces:
             raise ValueError("evolution needs at least one search space")
         if not operators:
@@ -89,6 +132,8 @@ class EvolutionStrategy:
         self.reward_kind = reward
         self.render = render
         self.llm = llm
+        self.executor = executor        # runs the LLM arms' calls side by side (None: one after another)
+        self.on_proposed = on_proposed  # called with each call's children as soon as it returns
         families = [s.family for s in spaces]
         n_islands = max(islands, len(families))
         self.islands = [Island(i, families[i % len(families)]) for i in range(n_islands)]
@@ -100,6 +145,9 @@ class EvolutionStrategy:
         self.known: dict[str, Individual] = {}          # successful genomes told so far
         self.failures: list[dict[str, Any]] = []
         self.operator_failures: list[dict[str, Any]] = []  # operators that produced no child, and why
+        self.failed: list[FailedGenome] = []            # recent failed genomes, for fix operators
+        self.fix_attempts: dict[str, int] = {}           # failed genome id -> times handed to a fix operator
+        self.queued: list[Offspring] = []               # extra children of earlier calls, handed out first
         self.rewards: list[tuple[str, float]] = []
         self.events: list[str] = []                      # drained by the engine into the log
         self._cursor = 0                                 # next island to breed on
@@ -134,7 +182,8 @@ class EvolutionStrategy:
                    migration_size=pop.migration_size, seed_fraction=pop.seed_fraction, seeds=seeds,
                    best_vendor_us=ctx.best_vendor_us, failure_reward=cfg.selection.failure_reward,
                    reward=cfg.selection.reward, parent_selection=ctx.parent_selection(), render=ctx.render,
-                   llm=getattr(ctx, "llm", None))
+                   llm=getattr(ctx, "llm", None), executor=getattr(ctx, "executor", None),
+                   on_proposed=getattr(ctx, "on_proposed", None))
 
     # -- search-strategy protocol -----------------------------------------------------------------
     @property
@@ -152,13 +201,30 @@ class EvolutionStrategy:
             self.started = True
             return self._initial(n)
         self._integrate()
-        out: list[Offspring] = []
-        for _ in range(n):
-            island = self.islands[self._cursor % len(self.islands)]
+        out, self.queued = self.queued[:n], self.queued[n:]
+        islands = []
+        for _ in range(n - len(out)):
+            islands.append(self.islands[self._cursor % len(self.islands)])
             self._cursor += 1
-            child = self._breed(island)
+        filled: dict[int, list[Offspring]] = {}
+        todo = list(range(len(islands)))
+        for _ in range(MAX_ATTEMPTS):
+            if not todo:
+                break
+            calls = [c for c in (self._plan(slot, islands[slot]) for slot in todo) if c is not None]
+            self._run(calls)
+            for call in calls:
+                kids = self._settle(call)
+                if kids:
+                    filled[call.slot] = kids
+            todo = [slot for slot in todo if slot not in filled]
+        for slot in todo:
+            child = self._fallback(islands[slot])
             if child is not None:
-                out.append(child)
+                filled[slot] = [child]
+        for slot in sorted(filled):
+            out.append(filled[slot][0])
+            self.queued.extend(filled[slot][1:])
         return out
 
     def tell(self, offspring: Offspring, measurement: Measurement) -> None:
@@ -174,6 +240,10 @@ class EvolutionStrategy:
             self.rewards.append((arm, reward))
         if fit is None:
             self.failures.append({"genome": gid, "status": measurement.status, "reason": measurement.reason})
+            if measurement.status in FIXABLE:
+                self.failed.append(FailedGenome(offspring.genome, measurement.status, measurement.reason,
+                                                measurement.log))
+                del self.failed[:-KEEP_FAILED]
             return
         if gid in self.known:
             return
@@ -238,36 +308,84 @@ class EvolutionStrategy:
                 self.events.append(f"generation {self.generation}: migrated {len(moves)} individual(s) "
                                    f"around the ring")
 
-    def _breed(self, island: Island) -> "Offspring | None":
+    def _plan(self, slot: int, island: Island) -> "_Call | None":
+        """Choose the slot's arm and parents and seed its call, from the strategy's generator; None
+        when the chosen arm cannot run here (too few measured parents, no failed genome to fix)."""
+        arm = self.policy.choose(self.rng)
+        entry = self.operators[arm]
         space = self.spaces[island.family]
-        candidates = island.candidates()
-        for _ in range(MAX_ATTEMPTS):
-            arm = self.policy.choose(self.rng)
-            entry = self.operators[arm]
+        history = self._history(island)
+        if getattr(entry.operator, "wants_failed_parents", False):
+            picked = failed_parents(self.failed, island.family, entry.arity, self.rng, self.fix_attempts)
+            if picked is None:
+                return None
+            for f in picked:
+                self.fix_attempts[f.genome.id] = self.fix_attempts.get(f.genome.id, 0) + 1
+            parents = [f.genome for f in picked]
+            history["failure_of"] = {f.genome.id: f.summary() for f in picked}
+        else:
+            candidates = island.candidates()
             if entry.arity > len(candidates):
-                continue  # not enough measured parents on this island yet
-            parents: list[Genome] = []
-            if entry.arity > 0:
-                parents = list(self.toolbox.select_parents(candidates, entry.arity, self.rng, space))
-            ctx = OperatorContext(space=space, problem=self.problem, rng=self.rng, history=self._history(island),
-                                  render=self.render, spaces=self.spaces, llm=self.llm)
-            try:
-                children = self.toolbox.vary(entry.operator, parents, ctx)
-            except InvalidGenome:
+                return None
+            parents = list(self.toolbox.select_parents(candidates, entry.arity, self.rng, space)) \
+                if entry.arity > 0 else []
+        seed = self.rng.getrandbits(64)
+        llm = self.llm
+        if llm is not None and hasattr(llm, "scoped"):
+            llm = llm.scoped(f"{seed:016x}")
+        ctx = OperatorContext(space=space, problem=self.problem, rng=random.Random(seed), history=history,
+                              render=self.render, spaces=self.spaces, llm=llm)
+        return _Call(slot, island, arm, entry, parents, ctx)
+
+    def _run(self, calls: Sequence[_Call]) -> None:
+        """Run the planned calls: the LLM arms' side by side on the executor, the others here."""
+        for call in calls:
+            if self.executor is not None and (call.entry.model is not None
+                                              or getattr(call.entry.operator, "concurrent", False)):
+                call.future = self.executor.submit(self._call, call)
+        for call in calls:
+            if call.future is None:
+                self._call(call)
+        for call in calls:
+            if call.future is not None:
+                call.future.result()
+
+    def _call(self, call: _Call) -> None:
+        try:
+            call.children = list(self.toolbox.vary(call.entry.operator, call.parents, call.ctx))
+        except Exception as exc:  # noqa: BLE001 - an operator's failure costs its arm, never the campaign
+            call.error = exc
+            return
+        if self.on_proposed is not None and call.children:
+            self.on_proposed(call.children)
+
+    def _settle(self, call: _Call) -> list[Offspring]:
+        """The call's new children (registered as proposed), or its failure credited to its arm."""
+        arm, exc = call.arm, call.error
+        if isinstance(exc, InvalidGenome):
+            return []
+        if exc is not None:
+            kind = getattr(exc, "kind", None) or "error"
+            self.policy.update(arm, self.failure_reward)
+            self.rewards.append((arm, self.failure_reward))
+            self.operator_failures.append({"arm": arm, "kind": kind, "error": type(exc).__name__,
+                                           "reason": str(exc)[:300],
+                                           "llm_calls": list(getattr(call.ctx.llm, "keys", []) or [])})
+            self.events.append(f"operator {arm} failed ({type(exc).__name__}: {str(exc)[:160]}); "
+                               f"credited {self.failure_reward:+g} to its arm")
+            return []
+        out = []
+        for child in call.children:
+            if child.genome.id in self.proposed:
                 continue
-            except Exception as exc:  # noqa: BLE001 - an operator's failure costs its arm, never the campaign
-                self.policy.update(arm, self.failure_reward)
-                self.rewards.append((arm, self.failure_reward))
-                self.operator_failures.append({"arm": arm, "error": type(exc).__name__, "reason": str(exc)[:300]})
-                self.events.append(f"operator {arm} failed ({type(exc).__name__}: {str(exc)[:160]}); "
-                                   f"credited {self.failure_reward:+g} to its arm")
-                continue
-            for child in children:
-                if child.genome.id in self.proposed:
-                    continue
-                return self._offspring(child.genome, child.operator, child.parent_ids or tuple(p.id for p in parents),
-                                       island, arm, child.note, child.meta)
-        # fall back: a fresh sample (exploration), not credited to any arm
+            out.append(self._offspring(child.genome, child.operator,
+                                       child.parent_ids or tuple(p.id for p in call.parents), call.island, arm,
+                                       child.note, child.meta))
+        return out
+
+    def _fallback(self, island: Island) -> "Offspring | None":
+        """A fresh sample (exploration) when no arm produced a new genome; not credited to any arm."""
+        space = self.spaces[island.family]
         sampler = RandomSample(name="fallback_sample")
         ctx = OperatorContext(space=space, problem=self.problem, rng=self.rng, render=self.render)
         for _ in range(50):

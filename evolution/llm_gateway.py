@@ -6,12 +6,18 @@ campaign re-runs its search from the seed, so it makes the same requests in the 
 is answered from the record, and no paid call is repeated, also for models whose answers are not
 deterministic. Failed calls are recorded too (and replayed as the same failure).
 
-Operators run on the engine's proposal thread: the gateway keeps one connection to the campaign
-database per thread (SQLite in WAL mode takes them side by side).
+Operators run on the engine's operator threads, several at once: the gateway keeps one
+connection to the campaign database per thread (SQLite in WAL mode takes them side by side). Calls
+made side by side could meet the same request in an order that depends on thread timing, so the
+engine gives each operator call its own `scoped(scope)` view (scope: the call's seed, drawn from
+the campaign's random generator): occurrences are then counted per scope, and a resumed campaign
+finds every answer under the same key whatever order its threads run in.
 
 Tokens: before a call, the request's worst case (its prompt at ~1 token per 3 characters, plus
-`max_tokens`) is reserved against the campaign's `llm_tokens` budget; a call that could overshoot
-it is not made (ProviderError "budget"). Used tokens are what the servers reported.
+`max_tokens`) is reserved against the campaign's `llm_tokens` budget, together with what the calls
+still in flight reserved; a call that could overshoot it is not made (ProviderError "budget",
+recorded like a failed call, so a resume replays the refusal). Used tokens are what the servers
+reported.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ class LlmGateway:
         self._opened: list[CampaignDB] = []
         self.token_budget = token_budget
         self._seen: dict[str, int] = {}
+        self._reserved = 0                        # tokens reserved by the calls in flight
         self._lock = threading.Lock()
 
     @property
@@ -69,34 +76,67 @@ class LlmGateway:
                                               f"{', '.join(sorted(self.providers)) or '(none)'}")
         return self.providers[model]
 
+    def scoped(self, scope: str) -> "ScopedGateway":
+        """A view of the gateway for one operator call: its requests are counted within `scope`,
+        and the keys of its calls are kept (`keys`)."""
+        return ScopedGateway(self, scope)
+
     def __call__(self, model: str, messages: Sequence[Mapping[str, str]], max_tokens: int = 1024,
-                 temperature: float = 0.7) -> GatewayResult:
+                 temperature: float = 0.7, scope: "str | None" = None,
+                 keys: "list[str] | None" = None) -> GatewayResult:
         msgs = check_messages(messages)
+        base = messages_key(model, msgs)
+        counter = base if scope is None else f"{base}:{scope}"
         with self._lock:
-            base = messages_key(model, msgs)
-            n = self._seen.get(base, 0)
-            self._seen[base] = n + 1
-        key = f"{base}:{n}"
+            n = self._seen.get(counter, 0)
+            self._seen[counter] = n + 1
+        key = f"{counter}:{n}"
+        if keys is not None:
+            keys.append(key)
         stored = self.db.llm_call(key)
         if stored is not None:
             if stored["status"] != "ok":
                 raise ProviderError(stored["status"], f"{stored['error']} (recorded)")
             return GatewayResult(stored["text"], int(stored["tokens"]), key)
         provider = self.provider(model)
+        reserve = 0
         if self.token_budget is not None:
             reserve = sum(len(m["content"]) for m in msgs) // 3 + int(max_tokens)
-            used = self.db.llm_tokens_used()
+            with self._lock:
+                used = self.db.llm_tokens_used() + self._reserved
+                if used + reserve <= self.token_budget:
+                    self._reserved += reserve
             if used + reserve > self.token_budget:
-                raise ProviderError("budget", f"the LLM token budget ({self.token_budget}) has {self.token_budget - used} "
-                                              f"left; this call may take {reserve}: not made")
+                message = (f"the LLM token budget ({self.token_budget}) has {self.token_budget - used} left "
+                           f"(calls in flight counted); this call may take {reserve}: not made")
+                self.db.record_llm_call(key, model, msgs, status="budget", error=message, tokens=0)
+                raise ProviderError("budget", message)
         try:
-            result: ChatResult = provider.complete(msgs, max_tokens=max_tokens, temperature=temperature)
-        except ProviderError as exc:
-            self.db.record_llm_call(key, model, msgs, status=exc.kind, error=exc.message, tokens=0)
-            raise
-        self.db.record_llm_call(key, model, msgs, status="ok", text=result.text, tokens=result.tokens,
-                                response=result.to_dict())
+            try:
+                result: ChatResult = provider.complete(msgs, max_tokens=max_tokens, temperature=temperature)
+            except ProviderError as exc:
+                self.db.record_llm_call(key, model, msgs, status=exc.kind, error=exc.message, tokens=0)
+                raise
+            self.db.record_llm_call(key, model, msgs, status="ok", text=result.text, tokens=result.tokens,
+                                    response=result.to_dict())
+        finally:  # released once the used tokens are in the database
+            if reserve:
+                with self._lock:
+                    self._reserved -= reserve
         return GatewayResult(result.text, result.tokens, key)
+
+
+class ScopedGateway:
+    """The gateway as one operator call sees it (LlmGateway.scoped)."""
+
+    def __init__(self, gateway: LlmGateway, scope: str):
+        self.gateway, self.scope = gateway, scope
+        self.keys: list[str] = []
+
+    def __call__(self, model: str, messages: Sequence[Mapping[str, str]], max_tokens: int = 1024,
+                 temperature: float = 0.7) -> GatewayResult:
+        return self.gateway(model, messages, max_tokens=max_tokens, temperature=temperature, scope=self.scope,
+                            keys=self.keys)
 
 
 def make_gateway(config: Any, db: CampaignDB, registry: Any) -> "LlmGateway | None":

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from genome import Genome, Registry, SearchSpace, class_with
 from .policy_base import sample_index
 
 __all__ = ["novelty", "distance", "selection_weights", "select_parents", "DEFAULT_WEIGHTS", "FitnessNovelty",
-           "UniformParents", "parent_selection_registry"]
+           "UniformParents", "parent_selection_registry", "FailedGenome", "failed_parents"]
 
 DEFAULT_WEIGHTS = {"fitness_weight": 1.0, "novelty_weight": 0.3, "temperature": 0.5}
 
@@ -212,3 +213,39 @@ def parent_selection_registry() -> Registry:
     """A fresh registry of parent selections; plug-ins are classes with select(candidates, k, rng, space)."""
     return Registry("parent selection", {FitnessNovelty.name: FitnessNovelty, UniformParents.name: UniformParents},
                     check=class_with("select"))
+
+
+@dataclass(frozen=True)
+class FailedGenome:
+    """A genome whose build or check failed on the shape, and why: what a fix operator works on."""
+
+    genome: Genome
+    status: str
+    reason: "str | None"
+    log: "str | None"
+
+    def summary(self) -> dict[str, Any]:
+        return {"status": self.status, "reason": self.reason, "log": self.log}
+
+
+def failed_parents(failed: Sequence[FailedGenome], family: str, k: int, rng: random.Random,
+                   tried: Mapping[str, int], recent: int = 8) -> "list[FailedGenome] | None":
+    """`k` distinct parents (at least one) for an operator that repairs failures: drawn among the
+    `recent` latest failed genomes of `family`, those handed to a fix operator the fewest times
+    (`tried`) first, so that one stubborn failure does not take every attempt. None when there are
+    not enough."""
+    k = max(1, k)
+    pool: list[FailedGenome] = []
+    seen: set[str] = set()
+    for f in reversed(failed):
+        if f.genome.family == family and f.genome.id not in seen:
+            seen.add(f.genome.id)
+            pool.append(f)
+            if len(pool) == recent:
+                break
+    if len(pool) < k:
+        return None
+    pool.sort(key=lambda f: tried.get(f.genome.id, 0))  # stable: the most recent first among equals
+    least = tried.get(pool[0].genome.id, 0)
+    fresh = [f for f in pool if tried.get(f.genome.id, 0) == least]
+    return rng.sample(fresh if len(fresh) >= k else pool[:k], k)

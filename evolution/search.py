@@ -37,6 +37,8 @@ class StrategyContext:
     seeds: Callable[[int], list] = lambda limit: []
     render: "Callable[[Any], str] | None" = None
     llm: "Callable[..., Any] | None" = None        # the campaign's LLM gateway (None: no providers)
+    executor: Any = None                           # runs operator calls side by side (llm.concurrency)
+    on_proposed: "Callable[[Sequence[Any]], None] | None" = None  # children as soon as a call returns
     extra: dict[str, Any] = field(default_factory=dict)
 
     def seed_for(self, *parts: Any) -> int:

@@ -302,6 +302,9 @@ class Provider(Strict):
 
 class LlmConfig(Strict):
     providers: list[Provider] = Field(default_factory=list)
+    concurrency: int = Field(4, ge=1, description="operator calls of one round that run side by side (LLM arms; "
+                                                  "each with its own seeded generator, so the search does not "
+                                                  "depend on which answer comes first); 1: one after another")
 
     @field_validator("providers")
     @classmethod

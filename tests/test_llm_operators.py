@@ -77,7 +77,9 @@ def _run(folder, data, mode="run"):
 
 
 def test_a_campaign_adopts_good_answers_survives_bad_ones_and_a_resume_repeats_no_call(tmp_path):
-    script = [GOOD[0], BAD[0], BAD[3], BAD[4], GOOD[1], BAD[1], BAD[5], GOOD[2], BAD[2]]
+    # every kind the test asserts comes within the first five requests (the policy decides how many
+    # calls the arm gets, and calls of one round run side by side, so their order is the server's)
+    script = [GOOD[0], BAD[0], BAD[1], BAD[3], BAD[4], GOOD[1], BAD[5], GOOD[2], BAD[2]]
     with ScriptedServer(script) as server:
         result = _run(tmp_path / "c", _config(server))
         state = result.states["1024x1024x1024"]
