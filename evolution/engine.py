@@ -31,12 +31,15 @@ numbered per shape; a resume re-generates the same ones, stored once.
 
 from __future__ import annotations
 
+import functools
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
 from evaluator.api import Evaluator
 from genome import Genome, Offspring, Problem, SearchSpace
+from llm_mutators.safety import safety_refusal
+from templates import frozen_params
 
 from .budget import Grants, allocation, next_size
 from .db import CampaignDB
@@ -270,7 +273,9 @@ class Engine:
             operators=lambda: build_operators(cfg.operators, plugins.operators), policy=policy,
             parent_selection=lambda: plugins.parent_selections.create(parents.name, **parents.params),
             seeds=seeds, render=self.render, llm=self.llm, executor=self._operator_pool,
-            on_proposed=lambda children: self._prefetch_early(state, children))
+            on_proposed=lambda children: self._prefetch_early(state, children),
+            frozen=functools.partial(frozen_params, families=plugins.families),
+            check=functools.partial(safety_refusal, render=self.render) if self.render else None)
         return build_strategy(plugins.strategies.resolve(name), ctx)
 
     # -- rounds -----------------------------------------------------------------------------------

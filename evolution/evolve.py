@@ -58,8 +58,8 @@ from typing import Any, Callable, Mapping, Sequence
 from deap import base
 
 from evaluator.api import STATUS_COMPILE_FAILED, STATUS_REJECTED, STATUS_WRONG, Measurement
-from genome import (Genome, InvalidGenome, Offspring, OperatorContext, Problem, RandomSample, SearchSpace,
-                    apply_operator)
+from genome import (Genome, InvalidGenome, Offspring, OperatorContext, OperatorError, Problem, RandomSample,
+                    SearchSpace, apply_operator)
 
 from .parents import FailedGenome, failed_parents
 from .population import Individual, Island, fitness_value, migrate_ring, survivors
@@ -111,7 +111,9 @@ class EvolutionStrategy:
                  best_vendor_us: "float | None" = None, failure_reward: float = -1.0, reward: str = "success",
                  parent_selection: Any = None, render: "Callable[[Genome], str] | None" = None,
                  llm: "Callable[..., Any] | None" = None, executor: "Executor | None" = None,
-                 on_proposed: "Callable[[Sequence[Offspring]], None] | None" = None):
+                 on_proposed: "Callable[[Sequence[Offspring]], None] | None" = None,
+                 frozen: "Callable[[Genome], frozenset[str]] | None" = None,
+                 check: "Callable[[Genome], str | None] | None" = None):
         if not spaces:
             raise ValueError("evolution needs at least one search space")
         if not operators:
@@ -134,6 +136,8 @@ class EvolutionStrategy:
         self.llm = llm
         self.executor = executor        # runs the LLM arms' calls side by side (None: one after another)
         self.on_proposed = on_proposed  # called with each call's children as soon as it returns
+        self.frozen = frozen            # genome -> the parameters its patched blocks cover (operators keep them)
+        self.check = check              # genome -> why its patched code may not be built, or None
         families = [s.family for s in spaces]
         n_islands = max(islands, len(families))
         self.islands = [Island(i, families[i % len(families)]) for i in range(n_islands)]
@@ -183,7 +187,8 @@ class EvolutionStrategy:
                    best_vendor_us=ctx.best_vendor_us, failure_reward=cfg.selection.failure_reward,
                    reward=cfg.selection.reward, parent_selection=ctx.parent_selection(), render=ctx.render,
                    llm=getattr(ctx, "llm", None), executor=getattr(ctx, "executor", None),
-                   on_proposed=getattr(ctx, "on_proposed", None))
+                   on_proposed=getattr(ctx, "on_proposed", None), frozen=getattr(ctx, "frozen", None),
+                   check=getattr(ctx, "check", None))
 
     # -- search-strategy protocol -----------------------------------------------------------------
     @property
@@ -334,7 +339,7 @@ class EvolutionStrategy:
         if llm is not None and hasattr(llm, "scoped"):
             llm = llm.scoped(f"{seed:016x}")
         ctx = OperatorContext(space=space, problem=self.problem, rng=random.Random(seed), history=history,
-                              render=self.render, spaces=self.spaces, llm=llm)
+                              render=self.render, spaces=self.spaces, llm=llm, frozen=self.frozen)
         return _Call(slot, island, arm, entry, parents, ctx)
 
     def _run(self, calls: Sequence[_Call]) -> None:
@@ -352,12 +357,26 @@ class EvolutionStrategy:
 
     def _call(self, call: _Call) -> None:
         try:
-            call.children = list(self.toolbox.vary(call.entry.operator, call.parents, call.ctx))
+            children = list(self.toolbox.vary(call.entry.operator, call.parents, call.ctx))
+            call.children = self._safe(children)
         except Exception as exc:  # noqa: BLE001 - an operator's failure costs its arm, never the campaign
             call.error = exc
             return
         if self.on_proposed is not None and call.children:
             self.on_proposed(call.children)
+
+    def _safe(self, children: Sequence[Offspring]) -> list[Offspring]:
+        """The children whose patched code passes the static safety check (llm_mutators.safety),
+        before anything is built; when every child is refused, the call fails with the reasons."""
+        if self.check is None:
+            return list(children)
+        kept, refused = [], []
+        for child in children:
+            why = self.check(child.genome) if child.genome.patches else None
+            (refused if why else kept).append(why or child)
+        if refused and not kept:
+            raise OperatorError("unsafe", "; ".join(refused)[:600])
+        return kept
 
     def _settle(self, call: _Call) -> list[Offspring]:
         """The call's new children (registered as proposed), or its failure credited to its arm."""

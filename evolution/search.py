@@ -39,6 +39,8 @@ class StrategyContext:
     llm: "Callable[..., Any] | None" = None        # the campaign's LLM gateway (None: no providers)
     executor: Any = None                           # runs operator calls side by side (llm.concurrency)
     on_proposed: "Callable[[Sequence[Any]], None] | None" = None  # children as soon as a call returns
+    frozen: "Callable[[Any], frozenset[str]] | None" = None  # genome -> parameters its patches cover
+    check: "Callable[[Any], str | None] | None" = None  # genome -> why its patched code may not be built
     extra: dict[str, Any] = field(default_factory=dict)
 
     def seed_for(self, *parts: Any) -> int:

@@ -13,7 +13,7 @@ import json
 import math
 import sqlite3
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from genome import Genome, Problem, SearchSpace
 from templates import family_registry
@@ -91,11 +91,29 @@ def read_seed_pool(campaign_dir: "str | Path", per_shape: int = 8) -> dict[str, 
     return pool
 
 
+def model_order(problem: Problem) -> Callable[[Genome], float]:
+    """A sort key for hand-picked genomes: the analytic simulator's time of the genome on
+    `problem` (its family's model; a genome no model covers sorts last, in its file order)."""
+    from evaluator.simulator import SimulatedEvaluator
+    sim = SimulatedEvaluator()
+
+    def key(genome: Genome) -> float:
+        try:
+            return float(sim.predict_us(genome, problem))
+        except Exception:  # noqa: BLE001 - no model, or a model that cannot price it: keep it, last
+            return math.inf
+    return key
+
+
 def seeds_for(problem: Problem, space: SearchSpace, solved: Mapping[str, Sequence[Genome]],
               external: Mapping[str, Sequence[Mapping[str, Any]]], handpicked: Sequence[Mapping[str, Any]],
-              k_shapes: int, limit: int) -> list[tuple[Genome, str, str]]:
+              k_shapes: int, limit: int, order: "Callable[[Genome], float] | None" = None
+              ) -> list[tuple[Genome, str, str]]:
     """Up to `limit` distinct genomes valid for `problem`, as (genome, origin, note): first the
-    halls of fame of the nearest solved shapes (this campaign's first on ties), then hand-picked."""
+    halls of fame of the nearest solved shapes (this campaign's first on ties), then hand-picked,
+    the hand-picked ones ordered by `order` (default `model_order(problem)`: the family's
+    simulator model, so that a small population starts from the seeds the model prices fastest
+    for this shape rather than from the first files), stable on ties."""
     seen: set[str] = set()
 
     def valid(genome: Genome) -> "Genome | None":
@@ -142,6 +160,8 @@ def seeds_for(problem: Problem, space: SearchSpace, solved: Mapping[str, Sequenc
             g = valid(genome)
             if g is not None:
                 picked.append((g, "handpicked", f"hand-picked {item.get('name', g.id)}"))
+    rank = order or model_order(problem)
+    picked.sort(key=lambda item: rank(item[0]))
     # a quarter of the seed slots is kept for hand-picked genomes when there are both kinds
     reserve = min(len(picked), limit // 4) if near_seeds else len(picked)
     near_part = near_seeds[:max(0, limit - reserve)]

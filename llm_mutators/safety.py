@@ -255,3 +255,10 @@ def check_genome(genome: Genome, render: Callable[[Genome], str]) -> list[Refusa
             out.append(Refusal("abi", 0, "the abi block may not be patched", patch.block))
         out.extend(check_code(patch.code, allowed, patch.block))
     return out + check_abi(render(genome))
+
+
+def safety_refusal(genome: Genome, render: Callable[[Genome], str]) -> "str | None":
+    """Why this genome's patched code may not be built (its refusals, joined), or None. The engine
+    runs it on every patched child before the child is proposed, whichever operator made it."""
+    refusals = check_genome(genome, render)
+    return "unsafe code: " + "; ".join(str(r) for r in refusals) if refusals else None

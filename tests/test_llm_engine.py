@@ -522,3 +522,47 @@ def test_the_concurrency_setting_has_a_small_default_and_is_checked(tmp_path):
     assert parse_campaign(small_config(llm={"concurrency": 1}), base_dir=tmp_path).llm.concurrency == 1
     with pytest.raises(ValueError, match="concurrency"):
         parse_campaign(small_config(llm={"concurrency": 0}), base_dir=tmp_path)
+
+
+# -- patches: frozen parameters reach the operators, unsafe code never reaches a build ---------------
+
+class PatchProbe:
+    """Returns a child of its parent with a patch of block `types` (code given), and records the
+    `frozen` callable the engine handed it."""
+
+    arity = 1
+
+    def __init__(self, code: str, name: str = "patcher"):
+        self.name, self.code, self.frozen_seen = name, code, []
+
+    def __call__(self, parents, ctx):
+        from genome.genome import Patch
+        self.frozen_seen.append(ctx.frozen)
+        child = parents[0].with_patch(Patch(block="epilogue", code=self.code))
+        return [Offspring(child, self.name, (parents[0].id,))]
+
+
+def test_engine_hands_operators_the_frozen_parameters_and_refuses_unsafe_patches():
+    from llm_mutators.safety import safety_refusal
+    from templates import frozen_params, render
+
+    def source(g):
+        return render(g).source
+
+    for code, unsafe in (("  // a harmless epilogue comment, cudaMalloc in a comment is fine\n", False),
+                         ("  static void leak() { void* p; cudaMalloc(&p, 64); }\n", True)):
+        probe = PatchProbe(code)
+        ops = {"patcher": OperatorEntry("patcher", probe, 1.0, name="patcher")}
+        strat = _strategy(ops, make_policy("uniform", ["patcher"], {"patcher": 1.0}, {}), frozen=frozen_params,
+                          check=lambda g: safety_refusal(g, source))
+        _populate(strat)
+        children = strat.ask(4)
+        assert probe.frozen_seen and all(f is frozen_params for f in probe.frozen_seen)
+        patched = [c for c in children if c.genome.patches]
+        if unsafe:
+            assert not patched, "an unsafe patch was proposed"
+            kinds = {f["kind"] for f in strat.operator_failures}
+            assert kinds == {"unsafe"} and "cudaMalloc" in strat.operator_failures[0]["reason"]
+        else:
+            assert patched and not strat.operator_failures
+            assert frozen_params(patched[0].genome) == frozenset(), "the epilogue block covers parameters?"
