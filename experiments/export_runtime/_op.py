@@ -33,32 +33,40 @@ def _warn_once(key: str, text: str) -> None:
 
 _HALF = torch.float16
 _raw_stream = torch._C._cuda_getCurrentRawStream  # the current stream's cudaStream_t, as an int
+_is_compiling = torch.compiler.is_compiling
 
 
 def _served(a: torch.Tensor, w: torch.Tensor):
     """The kernel that serves this call, or None (then the caller falls back to torch.matmul).
-    Ordered so that the common refusals cost least; every check is a cheap attribute read."""
-    if a.dtype != _HALF or w.dtype != _HALF or a.dim() != 2 or w.dim() != 2:
-        return None
-    m, k = a.shape
-    n, k2 = w.shape
-    key = (m, n, k)
-    if k2 != k or key not in DISPATCH.shapes:
-        return None
+    The hot path reads a few tensor attributes and does one dictionary lookup."""
     index = a.get_device()
-    if index < 0 or w.get_device() != index or not a.is_contiguous() or not w.is_contiguous():
+    table = DISPATCH.served.get(index)  # None: a CPU tensor, or a device whose table is not loaded yet
+    if table is None:
+        return _first_call(a, w, index)
+    if a.dtype is not _HALF or w.dtype is not _HALF:
+        return None
+    sa, sw = a.shape, w.shape
+    if len(sa) != 2 or len(sw) != 2 or sa[1] != sw[1]:
+        return None
+    served = table.get((sa[0], sw[0], sa[1]))
+    if served is None or w.get_device() != index or not a.is_contiguous() or not w.is_contiguous():
         return None
     if (a.data_ptr() | w.data_ptr()) & 15:  # TMA and vector loads need 16-byte aligned bases
         return None
-    table = DISPATCH.tables.get(index)
-    if table is None:
-        if torch.cuda.is_current_stream_capturing():
-            _warn_once(f"capture{index}", f"{NAMESPACE}: first call on cuda:{index} inside a CUDA-graph capture: "
-                       f"kernels cannot be verified there, torch.matmul is captured instead; call {NAMESPACE}.load() "
-                       "before capturing")
-            return None
-        table = DISPATCH.table(torch, index)
-    return table.served.get(key)
+    return served
+
+
+def _first_call(a: torch.Tensor, w: torch.Tensor, index: int):
+    """Load (and verify) the device's table on its first dispatchable call, then serve the call."""
+    if index < 0 or a.dim() != 2 or w.dim() != 2 or (a.shape[0], w.shape[0], a.shape[1]) not in DISPATCH.shapes:
+        return None
+    if torch.cuda.is_current_stream_capturing():
+        _warn_once(f"capture{index}", f"{NAMESPACE}: first call on cuda:{index} inside a CUDA-graph capture: "
+                   f"kernels cannot be verified there, torch.matmul is captured instead; call {NAMESPACE}.load() "
+                   "before capturing")
+        return None
+    DISPATCH.table(torch, index)
+    return _served(a, w)
 
 
 def _hgemm_eager(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -67,8 +75,9 @@ def _hgemm_eager(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         return torch.matmul(a, w.t())
     m, k = a.shape
     n = w.shape[0]
-    out = torch.empty((m, n), dtype=_HALF, device=a.device)
-    status = served.run(m, n, k, a.data_ptr(), w.data_ptr(), out.data_ptr(), _raw_stream(a.get_device()))
+    out = a.new_empty((m, n))
+    status = served.fn(m, n, k, a.data_ptr(), w.data_ptr(), out.data_ptr(), served.ws_ptr, served.ws_bytes,
+                       served.knobs_ptr, served.n_knobs, _raw_stream(a.get_device()))
     if status:
         raise_status(served, m, n, k, status)
     return out
@@ -92,9 +101,9 @@ def hgemm(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """C = a @ w.T for a (M, K) and w (N, K), fp16, row-major. An evolved kernel serves the shapes
     of the dispatch table that verified on this GPU; everything else (and anything that needs
     gradients: the kernels have no backward) is torch.matmul."""
-    if _needs_grad(a, w):
+    if (a.requires_grad or w.requires_grad) and torch.is_grad_enabled():
         return torch.matmul(a, w.t())
-    if torch.compiler.is_compiling():
+    if _is_compiling():
         if a.dim() == 2 and w.dim() == 2 and (a.shape[0], w.shape[0], a.shape[1]) in DISPATCH.shapes:
             return _hgemm_op(a, w)
         return torch.matmul(a, w.t())

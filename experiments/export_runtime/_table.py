@@ -61,8 +61,9 @@ class Served:
     workspace: Any       # torch uint8 tensor
     ws_bytes: int
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:  # what one call needs, read once: the hot path makes one ctypes call
         self.ws_ptr = self.workspace.data_ptr()
+        self.fn, self.knobs_ptr, self.n_knobs = self.kernel.lib.evogemm_run, self.kernel.knobs_ptr, self.kernel.n_knobs
 
     def run(self, m: int, n: int, k: int, a_ptr: int, w_ptr: int, c_ptr: int, stream: int) -> int:
         return self.kernel.run(m, n, k, a_ptr, w_ptr, c_ptr, self.ws_ptr, self.ws_bytes, stream)
@@ -88,7 +89,8 @@ class Dispatch:
                                                         arch=e["arch"], speedup=float(e.get("speedup", 0)))
                         for e in data.get("entries", [])}
         self.shapes = frozenset(self.entries)
-        self.tables: "dict[int, DeviceTable]" = {}  # loaded devices; read without the lock on the hot path
+        self.tables: "dict[int, DeviceTable]" = {}  # loaded devices
+        self.served: "dict[int, dict]" = {}  # device -> {(m, n, k): Served}, read without the lock on the hot path
         self._lock = threading.Lock()
 
     def table(self, torch, index: int) -> DeviceTable:
@@ -99,6 +101,7 @@ class Dispatch:
                 if table is None:
                     table = self._load(torch, index)
                     self.tables[index] = table
+                    self.served[index] = table.served
         return table
 
     # -- loading and verification ------------------------------------------------------------------
