@@ -116,7 +116,7 @@ def export(folders: Sequence[str], out: Path, name: str = "evogemm_kernels", min
     shutil.rmtree(tmp, ignore_errors=True)
     pkg = tmp / name
     _copy_runtime(pkg, name)
-    entries, skipped = [], []
+    entries, skipped, missing = [], [], []
     try:
         for shape, choice in sorted(choices.items(), key=lambda kv: _shape_key(kv[0])):
             speedup = choice.speedup_vs_torch
@@ -127,7 +127,14 @@ def export(folders: Sequence[str], out: Path, name: str = "evogemm_kernels", min
                 why = "no torch.matmul time to compare with"
             elif speedup <= min_speedup:
                 why = f"{speedup:.3f}x torch.matmul, not above --min-speedup {min_speedup:g}"
-            lib = library_of(choice) if library_of else _library(choice, compiler, build, log)
+            try:
+                lib = library_of(choice) if library_of else _library(choice, compiler, build, log)
+            except ExportError as exc:
+                if build:
+                    raise
+                missing.append({"shape": shape, "kernel": choice.genome.id, "why": str(exc)})
+                log(f"{shape}: left out: {exc}")
+                continue
             family = get_family(choice.genome.family)
             kdir = pkg / "kernels" / choice.genome.id
             kdir.mkdir(parents=True, exist_ok=True)
@@ -149,7 +156,9 @@ def export(folders: Sequence[str], out: Path, name: str = "evogemm_kernels", min
                 entries.append(record)
                 log(f"{shape}: kernel {choice.genome.id} dispatched ({speedup:.3f}x torch.matmul"
                     + (", SIMULATED" if choice.simulated else "") + ")")
-        table = {"version": 1, "entries": entries, "not_dispatched": skipped}
+        if not entries and not skipped:
+            raise ExportError("no kernel could be exported: " + "; ".join(m["why"] for m in missing))
+        table = {"version": 1, "entries": entries, "not_dispatched": skipped, "not_exported": missing}
         (pkg / "dispatch.json").write_text(json.dumps(table, indent=1))
         tools = compiler.tools if build and library_of is None else None
         provenance = {
@@ -203,7 +212,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     except ExportError as exc:
         raise CliError(str(exc)) from exc
     print(f"wrote {args.out}: {len(table['entries'])} dispatched shape(s), {len(table['not_dispatched'])} exported "
-          f"for the record; install it with `pip install {args.out}`")
+          f"for the record, {len(table['not_exported'])} left out; install it with `pip install {args.out}`")
     if any(e["simulated"] for e in table["entries"] + table["not_dispatched"]):
         print("note: some figures come from the analytic simulator, not a GPU")
     if not _has_gpu():
@@ -231,7 +240,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="dispatch a shape only when its kernel beat torch.matmul by more than this (default 1.0)")
     p.add_argument("--include-simulated", action="store_true",
                    help="also dispatch kernels whose figures come from the simulator")
-    p.add_argument("--no-build", action="store_true", help="do not run nvcc: every kernel must be in the build cache")
+    p.add_argument("--no-build", action="store_true",
+                   help="do not run nvcc: shapes whose kernel is not in the build cache are left out (listed)")
     p.add_argument("--cache", help="kernel build cache (default $EVOGEMM_CACHE or ~/.cache/evogemm/kernels)")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.set_defaults(func=cmd_export)
