@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import json
 import textwrap
 from pathlib import Path
 
@@ -201,6 +202,9 @@ def test_an_operator_and_a_policy_from_a_users_module_run_a_campaign(tmp_path, m
     result, folder = campaign(tmp_path, data)
     assert result.states["1024x1024x1024"].evaluations == 30
     ops = [o for (o,) in rows(folder, "SELECT operator FROM proposals WHERE arm IS NOT NULL")]
-    assert ops.count("swap") > ops.count("param_mutate")            # the user's policy chose the arms
+    assert "swap" in ops                                            # the user's operator made children
     (policy,) = {p for (p,) in rows(folder, "SELECT DISTINCT policy FROM policy_log")}
     assert policy == "my_search:FirstArmMostly"
+    # the user's policy chose the arms: its probabilities are what the log records at every step
+    for (probs,) in rows(folder, "SELECT probabilities FROM policy_log"):
+        assert json.loads(probs) == pytest.approx({"my_search:Swap": 0.8, "param_mutate": 0.2})
