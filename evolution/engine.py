@@ -275,8 +275,16 @@ class Engine:
             seeds=seeds, render=self.render, llm=self.llm, executor=self._operator_pool,
             on_proposed=lambda children: self._prefetch_early(state, children),
             frozen=functools.partial(frozen_params, families=plugins.families),
+            extra={"gpu": self._gpu_facts(), "baselines": _baseline_times(state)},
             check=functools.partial(safety_refusal, render=self.render) if self.render else None)
         return build_strategy(plugins.strategies.resolve(name), ctx)
+
+    def _gpu_facts(self) -> str:
+        """What prompts say of the device: the evaluator's own description (simulated says so)."""
+        try:
+            return str(self.evaluator.describe())
+        except Exception:  # noqa: BLE001 - a prompt detail, never a reason to stop
+            return "NVIDIA Hopper GPU (sm_90a)"
 
     # -- rounds -----------------------------------------------------------------------------------
     def _next(self, state: ShapeState, inflight: int, first: bool) -> "tuple[int, str | None]":
@@ -440,3 +448,9 @@ class Engine:
     def _refresh(self) -> None:
         if self.progress is not None:
             self.progress.update(self.snapshot(), simulated=self.simulated, evaluator=self.evaluator_description)
+
+
+def _baseline_times(state: ShapeState) -> dict[str, float]:
+    """Each vendor baseline's device time on the shape (us), for prompts."""
+    bs = state.baselines
+    return {name: t.median_us for name, t in (bs.device.items() if bs else ()) if t and t.median_us}

@@ -113,7 +113,8 @@ class EvolutionStrategy:
                  llm: "Callable[..., Any] | None" = None, executor: "Executor | None" = None,
                  on_proposed: "Callable[[Sequence[Offspring]], None] | None" = None,
                  frozen: "Callable[[Genome], frozenset[str]] | None" = None,
-                 check: "Callable[[Genome], str | None] | None" = None):
+                 check: "Callable[[Genome], str | None] | None" = None,
+                 facts: "Mapping[str, Any] | None" = None):
         if not spaces:
             raise ValueError("evolution needs at least one search space")
         if not operators:
@@ -138,6 +139,7 @@ class EvolutionStrategy:
         self.on_proposed = on_proposed  # called with each call's children as soon as it returns
         self.frozen = frozen            # genome -> the parameters its patched blocks cover (operators keep them)
         self.check = check              # genome -> why its patched code may not be built, or None
+        self.facts: dict[str, Any] = dict(facts or {})  # what prompts show of the GPU and the baselines
         families = [s.family for s in spaces]
         n_islands = max(islands, len(families))
         self.islands = [Island(i, families[i % len(families)]) for i in range(n_islands)]
@@ -188,7 +190,7 @@ class EvolutionStrategy:
                    reward=cfg.selection.reward, parent_selection=ctx.parent_selection(), render=ctx.render,
                    llm=getattr(ctx, "llm", None), executor=getattr(ctx, "executor", None),
                    on_proposed=getattr(ctx, "on_proposed", None), frozen=getattr(ctx, "frozen", None),
-                   check=getattr(ctx, "check", None))
+                   check=getattr(ctx, "check", None), facts=getattr(ctx, "extra", None))
 
     # -- search-strategy protocol -----------------------------------------------------------------
     @property
@@ -265,6 +267,8 @@ class EvolutionStrategy:
             "best": [{"genome": i.genome.to_dict(), "time_us": i.time_us} for i in best],
             "recent_failures": self.failures[-5:],
             "island": island.index,
+            "times": {gid: ind.time_us for gid, ind in self.known.items()},  # parents' times, for prompts
+            **self.facts,                                                    # gpu, baselines (engine)
         }
 
     def _offspring(self, genome: Genome, operator: str, parents: Sequence[str], island: Island,

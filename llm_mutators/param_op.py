@@ -59,11 +59,11 @@ class LlmParam:
         space, history = ctx.space, dict(ctx.history or {})
         best = [{"time_us": b["time_us"], "params": json.dumps(b["genome"]["params"], sort_keys=True)}
                 for b in history.get("best", [])[:5] if b.get("genome", {}).get("family") == space.family]
-        parent_us = next((b["time_us"] for b in history.get("best", []) if b.get("genome", {}).get("id") == parent.id),
-                         None)
+        parent_us = (history.get("times") or {}).get(parent.id) or next(
+            (b["time_us"] for b in history.get("best", []) if b.get("genome", {}).get("id") == parent.id), None)
         text = self._template.render(
             family=space.family, gpu=history.get("gpu", "H100/H200 (sm_90a)"), problem=ctx.problem,
-            best_vendor_us=history.get("best_vendor_us"),
+            best_vendor_us=history.get("best_vendor_us"), baselines=dict(history.get("baselines") or {}),
             params=[{"name": p.name, "kind": p.kind, "choices": [str(c) for c in p.choices], "doc": p.doc}
                     for p in space.params],
             rules=[r.description for r in space.rules], parent_json=json.dumps(parent.param_dict, sort_keys=True),

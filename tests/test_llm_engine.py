@@ -566,3 +566,33 @@ def test_engine_hands_operators_the_frozen_parameters_and_refuses_unsafe_patches
         else:
             assert patched and not strat.operator_failures
             assert frozen_params(patched[0].genome) == frozenset(), "the epilogue block covers parameters?"
+
+
+class HistoryProbe:
+    arity = 1
+
+    def __init__(self, name: str = "probe"):
+        self.name, self.histories = name, []
+
+    def __call__(self, parents, ctx):
+        self.histories.append((parents[0].id, dict(ctx.history)))
+        return [Offspring(ctx.space.mutate(parents[0], ctx.rng), self.name, (parents[0].id,))]
+
+
+def test_prompts_see_the_gpu_each_baseline_and_the_parents_time():
+    from llm_mutators.param_op import LlmParam
+    from genome import OperatorContext
+    probe = HistoryProbe()
+    ops = {"probe": OperatorEntry("probe", probe, 1.0, name="probe")}
+    facts = {"gpu": "NVIDIA H200 (132 SMs)", "baselines": {"cublaslt_heuristic": 6.25, "torch_tn": 6.5}}
+    strat = _strategy(ops, make_policy("uniform", ["probe"], {"probe": 1.0}, {}), facts=facts)
+    _populate(strat)
+    strat.ask(2)
+    parent_id, history = probe.histories[0]
+    assert history["gpu"] == facts["gpu"] and history["baselines"] == facts["baselines"]
+    assert history["times"][parent_id] > 0
+    parent = strat.known[parent_id].genome
+    ctx = OperatorContext(space=SPACE, problem=PROBLEM, rng=random.Random(0), history=history)
+    text = LlmParam(model="m").messages(parent, ctx)[1]["content"]
+    assert "NVIDIA H200 (132 SMs)" in text and "cublaslt_heuristic 6.25 us" in text and "torch_tn 6.50 us" in text
+    assert f"takes {history['times'][parent_id]:.2f} us" in text
