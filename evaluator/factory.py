@@ -65,6 +65,11 @@ def _sim_class() -> type:
     return SimulatedEvaluator
 
 
+def _ray_class() -> type:
+    from .ray_evaluator import RayEvaluator  # imports Ray only when one is built
+    return RayEvaluator
+
+
 def _take(cls: type, options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if k in cls.OPTIONS}
 
@@ -87,6 +92,12 @@ def make_simulator(families: "FamilyRegistry | None" = None, **options: Any) -> 
     return cls(families=families, **_take(cls, options))
 
 
+def make_ray(families: "FamilyRegistry | None" = None, **options: Any) -> Evaluator:
+    """Builds as Ray tasks, timing by the simulator or one GPU actor per GPU (needs evogemm[ray])."""
+    cls = _ray_class()
+    return cls(families=families, **_take(cls, options))
+
+
 def make_auto(families: "FamilyRegistry | None" = None, **options: Any) -> Evaluator:
     ok, _ = gpu_available(_families_of(families))
     return make_gpu(families, **options) if ok else make_simulator(families, **options)
@@ -96,14 +107,16 @@ BUILTIN_OPTIONS: dict[str, Callable[[], tuple[str, ...]]] = {
     "gpu": lambda: tuple(_gpu_class().OPTIONS),
     "simulator": lambda: tuple(_sim_class().OPTIONS),
     "auto": lambda: tuple(sorted(set(_gpu_class().OPTIONS) | set(_sim_class().OPTIONS))),
+    "ray": lambda: tuple(_ray_class().OPTIONS),
 }
 
 
 def evaluator_registry() -> Registry:
-    """A fresh registry of evaluator backends: auto, gpu, simulator; plug-ins are classes with
+    """A fresh registry of evaluator backends: auto, gpu, simulator, ray; plug-ins are classes with
     describe/baselines/evaluate/close, constructed with the campaign's options (and families=,
     the campaign's FamilyRegistry, when the constructor takes it)."""
-    return Registry("evaluator backend", {"auto": make_auto, "gpu": make_gpu, "simulator": make_simulator},
+    return Registry("evaluator backend", {"auto": make_auto, "gpu": make_gpu, "simulator": make_simulator,
+                                            "ray": make_ray},
                     check=class_with(*EVALUATOR_METHODS))
 
 
@@ -148,7 +161,7 @@ def _takes(factory: Callable[..., Any], name: str) -> bool:
 
 def make_evaluator(backend: str = "auto", families: "FamilyRegistry | None" = None,
                    registry: "Registry | None" = None, **options: Any) -> Evaluator:
-    """Build the evaluator for `backend` ('auto' | 'gpu' | 'simulator' | package.module:Class).
+    """Build the evaluator for `backend` ('auto' | 'gpu' | 'simulator' | 'ray' | package.module:Class).
 
     With 'auto' and no GPU the simulator is returned and its describe() says so. Unknown options
     raise ValueError."""

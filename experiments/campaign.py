@@ -53,7 +53,7 @@ def run_campaign(folder: "str | Path", evaluator: "Evaluator | None" = None, con
                  live: "bool | None" = None, mode: str = "run", echo: bool = False,
                  progress: Any = None, backend: "str | None" = None, plots: bool = True) -> CampaignResult:
     """Run a created campaign, or resume one: the engine replays what is recorded and goes on.
-    `backend` (auto, gpu, simulator) replaces the recorded evaluator backend, but only while nothing
+    `backend` (auto, gpu, simulator, ray) replaces the recorded evaluator backend, but only while nothing
     has been measured; otherwise it must be the recorded one (CampaignRefused). `plots`: write the
     figures of report/ at the end (a second or so; a failure there is only logged)."""
     folder = Path(folder)

@@ -226,7 +226,7 @@ def register(sub: Any) -> None:
     p = add_command(sub, "run", "run a campaign (creates its folder)")
     p.add_argument("campaign", help="campaign YAML file")
     p.add_argument("--out", help="campaign folder (default: output_dir of the file, else runs/<name>)")
-    p.add_argument("--backend", help="evaluator backend: auto, gpu, simulator (overrides the file)")
+    p.add_argument("--backend", help="evaluator backend: auto, gpu, simulator, ray (overrides the file)")
     p.add_argument("--seed", type=int, help="campaign seed (overrides the file)")
     p.add_argument("--no-live", action="store_true", help="no live table; print one line per finished shape")
     p.set_defaults(func=cmd_run)

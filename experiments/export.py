@@ -53,25 +53,39 @@ include-package-data = true
 """
 
 
-def _library(choice: Choice, compiler: Compiler, build: bool, log: Callable[[str], None]) -> Path:
-    """The compiled library of the chosen kernel: from the build cache, else built now."""
+def _cached(choice: Choice, compiler: Compiler) -> "Path | None":
     key = choice.measurement.build_key
-    if key:
-        cached = compiler.entry_dir(key) / "kernel.so"
-        if cached.is_file():
-            return cached
-    if not build:
-        raise ExportError(f"{choice.shape}: kernel {choice.genome.id} is not in the build cache {compiler.cache_dir} "
-                          "and --no-build was given")
-    log(f"{choice.shape}: building kernel {choice.genome.id} ({choice.genome.family}), not in the cache")
-    try:
-        result = compiler.build(choice.genome)
-    except ToolchainError as exc:
-        raise ExportError(f"{choice.shape}: kernel {choice.genome.id} is not in the build cache and cannot be built "
-                          f"here: {exc}") from exc
-    if not result.ok or not result.library:
-        raise ExportError(f"{choice.shape}: building kernel {choice.genome.id} failed: {result.error}")
-    return Path(result.library)
+    path = compiler.entry_dir(key) / "kernel.so" if key else None
+    return path if path is not None and path.is_file() else None
+
+
+def _libraries(choices: "list[Choice]", compiler: Compiler, build: bool,
+               log: Callable[[str], None]) -> "dict[str, Path | ExportError]":
+    """Shape -> the compiled library of its chosen kernel: from the build cache, else built now
+    (all missing ones in parallel, in the compiler's pool), else why not."""
+    out: "dict[str, Path | ExportError]" = {}
+    missing = []
+    for choice in choices:
+        found = _cached(choice, compiler)
+        if found is not None:
+            out[choice.shape] = found
+        elif not build:
+            out[choice.shape] = ExportError(f"{choice.shape}: kernel {choice.genome.id} is not in the build cache "
+                                            f"{compiler.cache_dir} and --no-build was given")
+        else:
+            missing.append(choice)
+    if missing:
+        log(f"building {len(missing)} kernel(s) not in the cache, in parallel (an sm90 build takes ~45 s on a "
+            "big machine, minutes on a small one)")
+        try:
+            results = compiler.build_many([c.genome for c in missing], progress=lambda done, total, r: log(
+                f"  built {done}/{total}: {r.genome_id} {'ok' if r.ok else 'FAILED'} ({r.seconds:.0f} s)"))
+        except ToolchainError as exc:
+            raise ExportError(f"kernels not in the build cache cannot be built here: {exc}") from exc
+        for choice, result in zip(missing, results):
+            out[choice.shape] = Path(result.library) if result.ok and result.library else ExportError(
+                f"{choice.shape}: building kernel {choice.genome.id} failed: {result.reason}")
+    return out
 
 
 def _campaign_facts(folder: str) -> dict[str, Any]:
@@ -115,9 +129,10 @@ def export(folders: Sequence[str], out: Path, name: str = "evogemm_kernels", min
     tmp = out.with_name(f".{out.name}.partial")
     shutil.rmtree(tmp, ignore_errors=True)
     pkg = tmp / name
-    _copy_runtime(pkg, name)
     entries, skipped, missing = [], [], []
     try:
+        _copy_runtime(pkg, name)
+        libraries = {} if library_of else _libraries(list(choices.values()), compiler, build, log)
         for shape, choice in sorted(choices.items(), key=lambda kv: _shape_key(kv[0])):
             speedup = choice.speedup_vs_torch
             why = None
@@ -127,13 +142,12 @@ def export(folders: Sequence[str], out: Path, name: str = "evogemm_kernels", min
                 why = "no torch.matmul time to compare with"
             elif speedup <= min_speedup:
                 why = f"{speedup:.3f}x torch.matmul, not above --min-speedup {min_speedup:g}"
-            try:
-                lib = library_of(choice) if library_of else _library(choice, compiler, build, log)
-            except ExportError as exc:
+            lib = library_of(choice) if library_of else libraries[shape]
+            if isinstance(lib, ExportError):
                 if build:
-                    raise
-                missing.append({"shape": shape, "kernel": choice.genome.id, "why": str(exc)})
-                log(f"{shape}: left out: {exc}")
+                    raise lib
+                missing.append({"shape": shape, "kernel": choice.genome.id, "why": str(lib)})
+                log(f"{shape}: left out: {lib}")
                 continue
             family = get_family(choice.genome.family)
             kdir = pkg / "kernels" / choice.genome.id

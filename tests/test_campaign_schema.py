@@ -93,7 +93,7 @@ def test_bad_value_says_what_is_allowed(tmp_path):
     assert any(e.startswith("selection.policy: 'greedy' is not allowed: unknown selection policy 'greedy'; "
                             "known: softmax_pg, thompson, ucb, uniform") for e in errs)
     assert any(e.startswith("evaluator.backend: 'cuda' is not allowed: unknown evaluator backend 'cuda'; "
-                            "known: auto, gpu, simulator") for e in errs)
+                            "known: auto, gpu, ray, simulator") for e in errs)
     # each error carries the YAML line it comes from
     assert errs[0].endswith("(line 5)")
 

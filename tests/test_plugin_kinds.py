@@ -82,7 +82,7 @@ def test_unknown_names_list_the_registry(tmp_path):
     assert "known: evolution, optuna_tpe, random" in line
     line = refused(tmp_path, "evaluator: {backend: cuda}")
     assert line.startswith("evaluator.backend: 'cuda' is not allowed: unknown evaluator backend 'cuda'; "
-                           "known: auto, gpu, simulator")
+                           "known: auto, gpu, ray, simulator")
 
 
 def test_a_plugin_module_that_fails_on_import_is_one_line(tmp_path, monkeypatch):

@@ -1,0 +1,259 @@
+"""`evaluator: {backend: ray, ...}`: builds as Ray tasks (evaluator/ray_builder.py), timing by the
+simulator (CPU machines, tests) or by one GPU evaluator per GPU, each a Ray actor that wraps
+`GpuEvaluator` unchanged (its isolated worker process, gate and timing protocol).
+
+The engine sees an ordinary evaluator: the pipeline (evaluator/pipeline.py) takes the Ray builder
+as its Builder, so builds stream to the runner as they finish and `prefetch` starts the next
+round's builds early. `address` goes to `ray.init` (None: a local instance, or the cluster this
+process already joined). Kernels reach a GPU actor through the object store (each actor writes the
+cache entries it is sent into its own content-keyed cache), so the GPUs need no shared filesystem.
+
+Each shape is timed on one GPU actor (its baselines and its kernels on the same GPU); shapes are
+spread over the actors in the order they are first seen.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from genome import Genome, Problem
+from templates import FamilyRegistry, family_registry
+
+from .api import BaselineSet, Measurement
+from .compile import BUILD_GB, BuildResult, Compiler
+from .pipeline import BuildRunPipeline
+from .ray_builder import ENTRY_FILES, RayBuilder, import_ray, publish
+from .simulator import SimulatedEvaluator
+
+RUNNERS = ("auto", "simulator", "gpu")
+SIM_OPTIONS = ("calibration", "device", "noise", "seed")
+GPU_OPTIONS = ("seed", "timing", "modes", "baselines", "silence_timeout_s", "paired", "log_dir")
+
+
+class SimRunner:
+    """The pipeline's Runner on the analytic simulator: no GPU, every figure simulated=True."""
+
+    def __init__(self, sim: SimulatedEvaluator):
+        self.sim = sim
+
+    def run(self, problem: Problem, items: Sequence[tuple[Genome, BuildResult]]) -> "tuple[list[Measurement], float]":
+        out = self.sim.evaluate([g for g, _ in items], problem)
+        for m, (_, b) in zip(out, items):
+            m.build_seconds, m.build_key = b.seconds, b.build_key
+        return out, 0.0
+
+
+class GpuHost:
+    """The body of a GPU actor: one GpuEvaluator on the GPU Ray gave this actor, with its own
+    kernel cache into which the driver's shipped entries are written."""
+
+    def __init__(self, cache_dir: str, options: dict, families: "FamilyRegistry | None", evaluator_class: Any = None):
+        if evaluator_class is None:
+            from .gpu import GpuEvaluator as evaluator_class
+        self.cache_dir = Path(cache_dir)
+        self.ev = evaluator_class(cache_dir=cache_dir, gpu=0, families=families, **options)  # Ray sets CUDA_VISIBLE_DEVICES
+
+    def _local(self, items: Sequence[tuple[Genome, BuildResult]], files: dict[str, dict[str, bytes]]
+               ) -> list[tuple[Genome, BuildResult]]:
+        out = []
+        for g, b in items:
+            if b.ok and b.build_key in files:
+                publish(self.cache_dir, b.build_key, files[b.build_key])
+            if b.ok and b.build_key:
+                b.library = str(self.cache_dir / b.build_key[:2] / b.build_key / "kernel.so")
+            out.append((g, b))
+        return out
+
+    def describe(self) -> str:
+        return self.ev.describe()
+
+    def device_facts(self) -> dict:
+        return self.ev.device_facts()
+
+    def baselines(self, problem: Problem) -> BaselineSet:
+        return self.ev.baselines(problem)
+
+    def set_reference(self, problem: Problem, baselines: "BaselineSet | None") -> "str | None":
+        return self.ev.set_reference(problem, baselines)
+
+    def run(self, problem: Problem, items: list, files: dict) -> "tuple[list[Measurement], float]":
+        return self.ev.run(problem, self._local(items, files))
+
+    def evaluate_built(self, genomes: list, problem: Problem, builds: list, files: dict, with_baselines: bool,
+                       aa: bool) -> Any:
+        local = self._local([(g, b) for g, b in zip(genomes, builds)], files)
+        return self.ev.evaluate(genomes, problem, builds=[b for _, b in local], with_baselines=with_baselines, aa=aa)
+
+    def focused_pair(self, problem: Problem, genome: Genome, build: BuildResult, files: dict, vendor: str) -> dict:
+        (_, local), = self._local([(genome, build)], files)
+        return self.ev.focused_pair(problem, genome, local, vendor)
+
+    def stats(self) -> dict:
+        return self.ev.stats()
+
+    def close(self) -> None:
+        self.ev.close()
+
+
+class RayEvaluator:
+    """Evaluator protocol on Ray. Options: see OPTIONS. runner: auto (GPU actors when the cluster
+    has GPUs, else the simulator) | simulator | gpu; gpus: at most this many GPU actors;
+    cache_dir: the driver's kernel cache; worker_cache_dir / gpu_cache_dir: where build workers and
+    GPU actors keep kernels on their nodes (default: the same path); build_memory_gb: the memory a
+    build task asks for (a CUTLASS sm90 build peaks at ~3.4 GB); max_retries: Ray retries of a
+    build whose worker died; ship_libraries: move kernels through the object store (False: the
+    cache folder is shared). `compiler` and `gpu_class` are for tests (not campaign options)."""
+
+    OPTIONS = ("address", "runner", "gpus", "cache_dir", "worker_cache_dir", "gpu_cache_dir", "build_memory_gb", "max_retries",
+               "ship_libraries", "build_timeout_s", "calibration", "device", "noise", "seed", "timing", "modes",
+               "baselines", "silence_timeout_s", "paired", "log_dir")
+
+    def __init__(self, address: "str | None" = None, runner: str = "auto", gpus: "int | None" = None,
+                 cache_dir: "str | Path | None" = None, worker_cache_dir: "str | Path | None" = None,
+                 gpu_cache_dir: "str | Path | None" = None,
+                 build_memory_gb: float = BUILD_GB, max_retries: int = 2, ship_libraries: bool = True,
+                 build_timeout_s: float = 600.0, families: "FamilyRegistry | None" = None,
+                 compiler: "Compiler | None" = None, gpu_class: Any = None, **options: Any):
+        if runner not in RUNNERS:
+            raise ValueError(f"evaluator option runner must be one of {', '.join(RUNNERS)}, not {runner!r}")
+        self.ray = import_ray()
+        self._owns_ray = not self.ray.is_initialized()  # started (or joined) here: shut down on close
+        if self._owns_ray:
+            self.ray.init(address=address, include_dashboard=False)
+        self.families = families or family_registry()
+        self.compiler = compiler or Compiler.default(cache_dir, timeout_s=build_timeout_s, families=self.families)
+        self.builder = RayBuilder(self.compiler, build_memory_gb=build_memory_gb, max_retries=max_retries,
+                                  ship_libraries=ship_libraries, worker_cache_dir=worker_cache_dir)
+        self.ship = bool(ship_libraries)
+        cluster_gpus = int(self.ray.cluster_resources().get("GPU", 0))
+        if runner == "gpu" and cluster_gpus == 0:
+            raise RuntimeError("evaluator backend 'ray' with runner 'gpu': the Ray cluster has no GPU")
+        n_gpus = min(cluster_gpus, gpus) if gpus is not None else cluster_gpus
+        self.simulated = runner == "simulator" or (runner == "auto" and n_gpus == 0)
+        self.sim: "SimulatedEvaluator | None" = None
+        self.actors: list[Any] = []
+        self._shipped: list[set[str]] = []
+        self._actor_of: dict[str, int] = {}
+        if self.simulated:
+            self.sim = SimulatedEvaluator(families=self.families, **{k: v for k, v in options.items()
+                                                                     if k in SIM_OPTIONS})
+            runner_obj: Any = SimRunner(self.sim)
+        else:
+            gpu_opts = {k: v for k, v in options.items() if k in GPU_OPTIONS}
+            actor_cls = self.ray.remote(num_gpus=1, max_restarts=1)(GpuHost)
+            actor_cache = str(Path(gpu_cache_dir).absolute()) if gpu_cache_dir else str(self.compiler.cache_dir)
+            self.actors = [actor_cls.remote(actor_cache, gpu_opts, self.families, gpu_class)
+                           for _ in range(max(1, n_gpus))]
+            self._shipped = [set() for _ in self.actors]
+            runner_obj = self
+        self.pipeline = BuildRunPipeline(self.builder, runner_obj, self._check)
+        self._started = time.monotonic()
+
+    # -- shapes to GPU actors -----------------------------------------------------------------------
+    def _actor(self, problem: Problem) -> int:
+        if problem.name not in self._actor_of:
+            self._actor_of[problem.name] = len(self._actor_of) % len(self.actors)
+        return self._actor_of[problem.name]
+
+    def _files(self, index: int, builds: Sequence[BuildResult]) -> dict[str, dict[str, bytes]]:
+        """The cache entries actor `index` has not been sent yet (through the object store)."""
+        if not self.ship:
+            return {}
+        out = {}
+        for b in builds:
+            if b.ok and b.build_key and b.build_key not in self._shipped[index]:
+                entry = self.compiler.entry_dir(b.build_key)
+                out[b.build_key] = {n: (entry / n).read_bytes() for n in ENTRY_FILES if (entry / n).exists()}
+                self._shipped[index].add(b.build_key)
+        return out
+
+    def _call(self, problem: Problem, method: str, *args: Any) -> Any:
+        return self.ray.get(getattr(self.actors[self._actor(problem)], method).remote(*args))
+
+    # -- the Evaluator protocol ---------------------------------------------------------------------
+    def _check(self, genome: Genome, problem: Problem) -> "str | None":
+        try:
+            violations = self.families.resolve(genome.family).space.violations(genome, problem)
+        except ValueError as exc:
+            return str(exc)
+        return "; ".join(map(str, violations)) or None
+
+    def describe(self) -> str:
+        cpus = int(self.ray.cluster_resources().get("CPU", 0))
+        if self.sim is not None:
+            return f"Ray ({cpus} CPUs build); timing {self.sim.describe()}"
+        return f"Ray ({cpus} CPUs build, {len(self.actors)} GPU actor(s)); " + self.ray.get(self.actors[0].describe.remote())
+
+    def baselines(self, problem: Problem) -> BaselineSet:
+        if self.sim is not None:
+            return self.sim.baselines(problem)
+        return self._call(problem, "baselines", problem)
+
+    def set_reference(self, problem: Problem, baselines: "BaselineSet | None") -> "str | None":
+        return None if self.sim is not None else self._call(problem, "set_reference", problem, baselines)
+
+    def device_facts(self) -> dict:
+        return self.sim.device_facts() if self.sim is not None else self.ray.get(self.actors[0].device_facts.remote())
+
+    def prefetch(self, genomes: Sequence[Genome], problem: "Problem | None" = None) -> int:
+        return self.pipeline.prefetch(genomes, problem)
+
+    def build(self, genomes: Sequence[Genome], progress: Any = None) -> list[BuildResult]:
+        futures = [self.builder.submit(g) for g in genomes]
+        results = []
+        for i, f in enumerate(futures, start=1):
+            results.append(f.result())
+            if progress:
+                progress(i, len(futures), results[-1])
+        return results
+
+    def run(self, problem: Problem, items: Sequence[tuple[Genome, BuildResult]]) -> "tuple[list[Measurement], float]":
+        """The Runner with GPU actors: the shape's actor gates and times the built kernels."""
+        index = self._actor(problem)
+        files = self._files(index, [b for _, b in items])
+        return self.ray.get(self.actors[index].run.remote(problem, list(items), files))
+
+    def evaluate(self, genomes: Sequence[Genome], problem: Problem, builds: "Sequence[BuildResult] | None" = None,
+                 with_baselines: bool = False, aa: bool = False) -> Any:
+        if self.sim is not None or (builds is None and not with_baselines):
+            if with_baselines:
+                return self.pipeline.evaluate(genomes, problem), self.baselines(problem)
+            return self.pipeline.evaluate(genomes, problem)
+        by_id = {b.genome_id: b for b in (builds if builds is not None else self.build(genomes))}
+        ready = [(g, by_id[g.id]) for g in genomes if g.id in by_id]
+        index = self._actor(problem)
+        files = self._files(index, [b for _, b in ready])
+        return self.ray.get(self.actors[index].evaluate_built.remote(
+            [g for g, _ in ready], problem, [b for _, b in ready], files, with_baselines, aa))
+
+    def focused_pair(self, problem: Problem, genome: Genome, build: BuildResult, vendor: str) -> dict:
+        index = self._actor(problem)
+        return self.ray.get(self.actors[index].focused_pair.remote(problem, genome, build,
+                                                                   self._files(index, [build]), vendor))
+
+    def stats(self) -> dict:
+        """Throughput: builds per minute, build queue depth, where builds ran; with GPU actors the GPU
+        busy seconds (as GpuEvaluator.stats) and the busy fraction over all GPUs since start."""
+        out = {**self.pipeline.stats.to_dict(), **self.builder.to_dict()}
+        if self.actors:
+            per = self.ray.get([a.stats.remote() for a in self.actors])
+            wall = max(1e-9, time.monotonic() - self._started)
+            busy = sum(float(s.get("gpu_busy_seconds", 0.0)) for s in per)
+            out.update(gpu_busy_seconds=busy, gpu_actors=len(self.actors),
+                       gpu_busy_fraction=round(min(1.0, busy / (wall * len(self.actors))), 4),
+                       gpu_busy_by_actor=[round(float(s.get("gpu_busy_seconds", 0.0)), 3) for s in per])
+        return out
+
+    def close(self) -> None:
+        self.builder.close()
+        for actor in self.actors:
+            try:
+                self.ray.get(actor.close.remote())
+            except Exception:  # noqa: BLE001 - a dead actor has nothing left to close
+                pass
+        self.actors = []
+        if self._owns_ray and self.ray.is_initialized():
+            self.ray.shutdown()
+            self._owns_ray = False
