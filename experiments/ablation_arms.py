@@ -15,14 +15,17 @@ genome) and answers in the operator's JSON:
 Each answer is drawn from a generator seeded by (the campaign seed, the model, the request, how
 many times it was made before), so a campaign is a deterministic function of its seed.
 
-The same campaign runs with the campaign's bandit (`rl`: Thompson sampling, reward `success`,
-sigma 0.3, failure_reward -1, as in experiments/campaigns/quickstart.yaml) and with `uniform`
-operator choice (equal priors), over several seeds and shapes on the simulator. Metric, per seed and
+The same campaign runs with the campaign's bandit (`rl`: by default Thompson sampling, reward
+`success`, sigma 0.3, failure_reward -1, warm-start weight 0.5, as in
+experiments/campaigns/quickstart.yaml; `--policy`, `--param`, `--reward`, `--failure-reward` and
+`--warm-start-weight` pick another, see `RlSelection`) and with `uniform` operator choice (equal
+priors; it never changes), over several seeds and shapes on the simulator. Metric, per seed and
 shape: the evaluations the rl run needed to reach the uniform run's final best time (same seed), as
 a fraction of the budget (a run that never reaches it counts as 1.0 and is flagged); also how each
 policy split its operator calls (pulls) and evaluated children over the arms.
 
     evogemm ablate-arms --seeds 5 --out runs/ablation-arms --jobs 2
+    evogemm ablate-arms --seeds 5 --out runs/arms-ucb --policy ucb --param c=1.0 --reward success
     python -m experiments.ablation_arms --seeds 5 --out runs/ablation-arms
 """
 
@@ -38,6 +41,7 @@ import statistics
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -45,10 +49,50 @@ from llm_mutators.chat import ChatResult, ProviderError, check_messages, message
 
 QUALITIES = ("good", "mediocre", "broken")
 SHAPES = ("1024x1024x1024", "128x4096x4096", "2048x2048x2048", "4096x1024x1024")
-VARIANTS = {"rl": {"policy": "thompson", "params": {"sigma": 0.3}}, "uniform": {"policy": "uniform", "params": {}}}
+VARIANTS = ("rl", "uniform")
+UNIFORM = {"policy": "uniform", "params": {}, "reward": "success", "failure_reward": -1.0, "warm_start_weight": 0.5}
+CAMPAIGN_POLICY, CAMPAIGN_PARAMS = "thompson", {"sigma": 0.3}   # experiments/campaigns/quickstart.yaml
 PROVIDER = "experiments.ablation_arms:ScriptedModel"
 _FAMILY = re.compile(r"You tune (\S+) HGEMM kernels")
 _SHAPE = re.compile(r"M=(\d+), N=(\d+), K=(\d+)")
+
+
+@dataclass(frozen=True)
+class RlSelection:
+    """The `rl` variant's operator selection (the `uniform` variant's never changes). The defaults
+    are quickstart's; `params` None means quickstart's (sigma 0.3) for its policy, thompson, and the
+    policy's own defaults for any other (quickstart's would not fit it)."""
+
+    policy: str = CAMPAIGN_POLICY
+    params: "Mapping[str, Any] | None" = None
+    reward: str = "success"
+    failure_reward: float = -1.0
+    warm_start_weight: float = 0.5
+    resolved: "dict[str, Any]" = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        from evolution.bandit import make_policy
+        from evolution.evolve import REWARDS
+        params = dict(CAMPAIGN_PARAMS if self.policy == CAMPAIGN_POLICY else {}) if self.params is None \
+            else dict(self.params)
+        if self.policy == "uniform":
+            raise ValueError("ablation: the rl variant needs a learning policy (uniform is the baseline)")
+        make_policy(self.policy, ["a", "b"], **params)            # unknown policy or parameter: ValueError
+        if self.reward not in REWARDS:
+            raise ValueError(f"ablation: reward must be one of {', '.join(REWARDS)}, got {self.reward!r}")
+        if not self.failure_reward <= 0:
+            raise ValueError(f"ablation: failure_reward must be <= 0, got {self.failure_reward!r}")
+        if not 0 <= self.warm_start_weight <= 1:
+            raise ValueError(f"ablation: warm_start_weight must be in [0, 1], got {self.warm_start_weight!r}")
+        object.__setattr__(self, "resolved", {"policy": self.policy, "params": params, "reward": self.reward,
+                                              "failure_reward": float(self.failure_reward),
+                                              "warm_start_weight": float(self.warm_start_weight)})
+
+    def label(self) -> str:
+        r = self.resolved
+        params = ", ".join(f"{k} {v}" for k, v in sorted(r["params"].items()))
+        return (f"{r['policy']}{f' ({params})' if params else ''}, reward {r['reward']}, failure_reward "
+                f"{r['failure_reward']:g}, warm-start weight {r['warm_start_weight']:g}")
 
 
 def read_prompt(text: str) -> tuple[str, Any, dict[str, Any]]:
@@ -140,13 +184,16 @@ class ScriptedModel:
 
 
 def campaign_dict(seed: int, variant: str, budget: int, shapes: Sequence[str], candidates: int = 4,
-                  param_mutate: bool = True, seeded: bool = False) -> dict[str, Any]:
+                  param_mutate: bool = True, seeded: bool = False,
+                  rl: "RlSelection | None" = None) -> dict[str, Any]:
     """The ablation's campaign: quickstart's population and reward, three scripted LLM arms
     (and param_mutate), all priors equal, on the simulator without noise. Unless `seeded`, the
     first population is all random samples (no hand-picked genomes, no seeds from the shapes solved
     before), so that what a run finds comes from its operators and not from a seed that is already
-    the best genome of the shape."""
-    sel = VARIANTS[variant]
+    the best genome of the shape. `rl`: the rl variant's selection (default: quickstart's)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"ablation: unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+    sel = (rl or RlSelection()).resolved if variant == "rl" else UNIFORM
     operators = [{"name": "llm_param", "model": q} for q in QUALITIES]
     if param_mutate:
         operators.append({"name": "param_mutate"})
@@ -155,8 +202,8 @@ def campaign_dict(seed: int, variant: str, budget: int, shapes: Sequence[str], c
             "population": {"size": 12, "islands": 2, "offspring": 6, "migration_interval": 3,
                            "migration_size": 2, "elite": 2, "seed_fraction": 0.5 if seeded else 0.0},
             "operators": operators,
-            "selection": {"policy": sel["policy"], "params": dict(sel["params"]), "reward": "success",
-                          "failure_reward": -1.0},
+            "selection": {"policy": sel["policy"], "params": dict(sel["params"]), "reward": sel["reward"],
+                          "failure_reward": sel["failure_reward"], "warm_start_weight": sel["warm_start_weight"]},
             "strategy": "evolution", "evaluator": {"backend": "simulator"},
             "llm": {"concurrency": 1, "providers": [{"name": q, "kind": PROVIDER, "model": q,
                                    "options": {"quality": q, "seed": seed, "candidates": candidates}}
@@ -169,7 +216,7 @@ class _Silent:
 
 
 def run_one(seed: int, variant: str, folder: str, budget: int, shapes: Sequence[str], candidates: int = 4,
-            param_mutate: bool = True, seeded: bool = False) -> dict[str, Any]:
+            param_mutate: bool = True, seeded: bool = False, rl: "RlSelection | None" = None) -> dict[str, Any]:
     """One campaign into `folder`: per shape the best-so-far curve and the arms' pulls, mean
     reward and evaluated children."""
     from evolution.db import CampaignDB
@@ -177,7 +224,7 @@ def run_one(seed: int, variant: str, folder: str, budget: int, shapes: Sequence[
     from experiments.campaign import create_campaign, run_campaign
     from experiments.schema import parse_campaign
     out = Path(folder)
-    config = parse_campaign(campaign_dict(seed, variant, budget, shapes, candidates, param_mutate, seeded),
+    config = parse_campaign(campaign_dict(seed, variant, budget, shapes, candidates, param_mutate, seeded, rl),
                             base_dir=out.parent)
     if not (out / "campaign.db").exists():
         create_campaign(config, out)
@@ -275,7 +322,7 @@ def render_markdown(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
     lines = [f"- seeds {', '.join(map(str, meta['seeds']))}; budget {meta['budget']} evaluations per shape; "
              f"shapes {', '.join(meta['shapes'])}; good model: best of {meta['candidates']} moves; first population: "
              f"{'seeded (hand-picked, solved shapes)' if meta['seeded'] else 'random samples'}; "
-             f"param_mutate arm: {'yes' if meta['param_mutate'] else 'no'}",
+             f"param_mutate arm: {'yes' if meta['param_mutate'] else 'no'}; rl: {meta['rl_label']}",
              "", "| seed | shape | uniform final best (us) | rl final best (us) | rl evals to reach it | "
              "fraction of budget | uniform's own evals |", "|---|---|---|---|---|---|---|"]
     for r in summary["rows"]:
@@ -310,15 +357,17 @@ def render_markdown(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
 
 def run_arms_ablation(seeds: int = 5, out_dir: "str | Path" = "runs/ablation-arms", budget: int = 96,
                       shapes: Sequence[str] = SHAPES, jobs: int = 1, base_seed: int = 0, candidates: int = 4,
-                      param_mutate: bool = True, seeded: bool = False, console: Any = None) -> dict[str, Any]:
+                      param_mutate: bool = True, seeded: bool = False, console: Any = None,
+                      rl: "RlSelection | None" = None) -> dict[str, Any]:
     for name, value in (("seeds", seeds), ("jobs", jobs), ("budget", budget), ("candidates", candidates)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"ablation: {name} must be a whole number >= 1, got {value!r}")
+    rl = rl or RlSelection()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     seed_list = [base_seed + i for i in range(seeds)]
-    tasks = [(seed, v, str(out / "runs" / f"{v}-s{seed}"), budget, list(shapes), candidates, param_mutate, seeded)
-             for seed in seed_list for v in VARIANTS]
+    tasks = [(seed, v, str(out / "runs" / f"{v}-s{seed}"), budget, list(shapes), candidates, param_mutate, seeded,
+              rl) for seed in seed_list for v in VARIANTS]
     runs = []
     with ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else _Inline() as pool:
         for r in pool.map(_star, tasks):
@@ -326,7 +375,8 @@ def run_arms_ablation(seeds: int = 5, out_dir: "str | Path" = "runs/ablation-arm
             if console is not None:
                 console.print(f"{r['variant']:>8} seed {r['seed']}: {r['seconds']:.1f} s", highlight=False)
     meta = {"seeds": seed_list, "budget": budget, "shapes": list(shapes), "candidates": candidates,
-            "param_mutate": param_mutate, "seeded": seeded, "variants": VARIANTS}
+            "param_mutate": param_mutate, "seeded": seeded,
+            "variants": {"rl": rl.resolved, "uniform": UNIFORM}, "rl_label": rl.label()}
     summary = summarise(runs, budget)
     markdown = render_markdown(summary, meta)
     (out / "ablation-arms.json").write_text(json.dumps({"meta": meta, "summary": summary, "runs": runs}) + "\n")
@@ -361,13 +411,40 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-param-mutate", action="store_true", help="only the three LLM arms")
     p.add_argument("--seeded", action="store_true", help="seed the first population as campaigns do (hand-picked "
                                                          "genomes, shapes solved before); default: random samples")
+    p.add_argument("--policy", default=CAMPAIGN_POLICY,
+                   help=f"policy of the rl variant: ucb, thompson, softmax_pg or an import path (default {CAMPAIGN_POLICY})")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a parameter of that policy, repeatable (e.g. c=1.0, sigma=0.3, gamma=0.9, lr=0.1); "
+                        "none given: quickstart's (sigma 0.3) for thompson, the policy's defaults otherwise")
+    p.add_argument("--reward", default="success", help="reward of the rl variant: success, log_ratio or improvement "
+                                                       "(default success)")
+    p.add_argument("--failure-reward", type=float, default=-1.0, help="reward of a failure (default -1)")
+    p.add_argument("--warm-start-weight", type=float, default=0.5,
+                   help="weight of the previous shape's policy state at each new shape (default 0.5; 0 = none)")
+
+
+def parse_params(items: Sequence[str]) -> "dict[str, Any] | None":
+    """KEY=VALUE strings -> {key: number or JSON value}; no items -> None (the policy's usual ones)."""
+    if not items:
+        return None
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"ablation: --param wants KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            raise ValueError(f"ablation: --param {key.strip()}: {value!r} is not a number (or JSON value)") from None
+    return out
 
 
 def _run_args(args: argparse.Namespace) -> int:
     from rich.console import Console
     shapes = args.shapes.split(",") if args.shapes else SHAPES
+    rl = RlSelection(args.policy, parse_params(args.param), args.reward, args.failure_reward, args.warm_start_weight)
     result = run_arms_ablation(args.seeds, args.out, args.budget, shapes, args.jobs, args.base_seed,
-                               args.candidates, not args.no_param_mutate, args.seeded, console=Console())
+                               args.candidates, not args.no_param_mutate, args.seeded, console=Console(), rl=rl)
     print(result["markdown"])
     return 0
 

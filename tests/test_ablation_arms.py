@@ -12,6 +12,7 @@ import sqlite3
 import pytest
 
 from evaluator.simulator import SimulatedEvaluator
+from evolution.db import CampaignDB
 from experiments.ablation_arms import ScriptedModel, read_prompt, run_arms_ablation
 from genome import OperatorContext, OperatorError, Problem
 from llm_mutators.chat import ProviderError
@@ -86,7 +87,12 @@ def test_a_small_ablation_credits_every_arm_and_the_bandit_starves_the_broken_on
         assert all(models[q] >= arms[f"llm_param@{q}"]["pulls"] for q in ("good", "mediocre", "broken"))
         if r["variant"] == "rl":
             assert broken["pulls"] == min(s["pulls"] for s in arms.values())
-            assert arms["llm_param@good"]["pulls"] == max(s["pulls"] for s in arms.values())
+            # by the end of the shape the policy prefers the good arm (its pulls lag: a round of 12
+            # children is planned before any of them is measured, and 36 children are 3 rounds)
+            db = CampaignDB(f"{r['folder']}/campaign.db", readonly=True)
+            probs = db.policy_log("1024x1024x1024")[-1]["probabilities"]
+            db.close()
+            assert max(probs, key=probs.get) == "llm_param@good" and probs["llm_param@good"] > 0.5
     split = result["summary"]["split"]
     assert split["rl"]["llm_param@broken"]["pull_share"] < split["uniform"]["llm_param@broken"]["pull_share"]
     rows = result["summary"]["rows"]
@@ -103,3 +109,46 @@ def test_the_cli_command_is_registered_and_refuses_bad_numbers(tmp_path):
     assert args.func is _run_args
     with pytest.raises(ValueError, match="seeds must be a whole number >= 1"):
         args.func(args)
+
+
+def test_the_rl_variant_takes_the_policy_its_params_and_the_reward_and_uniform_stays_the_baseline():
+    from experiments.ablation_arms import RlSelection, campaign_dict, parse_params
+    default = campaign_dict(0, "rl", 96, ["1024x1024x1024"])["selection"]
+    assert (default["policy"], default["params"], default["reward"], default["failure_reward"],
+            default["warm_start_weight"]) == ("thompson", {"sigma": 0.3}, "success", -1.0, 0.5)   # quickstart's
+    assert RlSelection("ucb").resolved["params"] == {}           # quickstart's sigma would not fit UCB
+    rl = RlSelection("softmax_pg", parse_params(["lr=0.1", "temperature=2"]), "log_ratio", -0.5, 0.0)
+    sel = campaign_dict(0, "rl", 96, ["1024x1024x1024"], rl=rl)["selection"]
+    assert sel == {"policy": "softmax_pg", "params": {"lr": 0.1, "temperature": 2}, "reward": "log_ratio",
+                   "failure_reward": -0.5, "warm_start_weight": 0.0}
+    assert campaign_dict(0, "uniform", 96, ["1024x1024x1024"], rl=rl)["selection"] == \
+        campaign_dict(0, "uniform", 96, ["1024x1024x1024"])["selection"]       # the baseline never moves
+    assert parse_params([]) is None
+    for bad, match in ((dict(policy="ucb", params={"sigma": 1}), "no parameter 'sigma'"),
+                       (dict(reward="speed"), "reward must be one of"), (dict(policy="uniform"), "learning policy"),
+                       (dict(warm_start_weight=2.0), "warm_start_weight"), (dict(failure_reward=1.0), "<= 0")):
+        with pytest.raises(ValueError, match=match):
+            RlSelection(**bad)
+    for bad in (["c"], ["c=fast"], ["=1"]):
+        with pytest.raises(ValueError, match="--param"):
+            parse_params(bad)
+
+
+def test_the_cli_options_reach_the_rl_run(tmp_path):
+    from experiments.cli import build_parser
+    args = build_parser().parse_args(["ablate-arms", "--out", str(tmp_path), "--seeds", "1", "--budget", "36",
+                                      "--shapes", "1024x1024x1024", "--policy", "ucb", "--param", "c=2.0",
+                                      "--reward", "log_ratio"])
+    assert args.func(args) == 0
+    states = {}
+    for variant in ("rl", "uniform"):
+        db = CampaignDB(tmp_path / "runs" / f"{variant}-s0" / "campaign.db", readonly=True)
+        states[variant] = db.policy_log("1024x1024x1024")[-1]["state"]
+        db.close()
+    assert states["rl"]["policy"] == "ucb" and states["rl"]["params"]["c"] == 2.0
+    assert states["uniform"]["policy"] == "uniform"
+    # log_ratio rewards: some successful child's reward is a log ratio, not the 0/1 of `success`
+    sums = [s["reward_sum"] for s in states["rl"]["arm_stats"].values()]
+    assert any(abs(x - round(x)) > 1e-6 for x in sums)
+    meta = json.loads((tmp_path / "ablation-arms.json").read_text())["meta"]
+    assert meta["variants"]["rl"]["policy"] == "ucb" and "ucb (c 2.0), reward log_ratio" in meta["rl_label"]
