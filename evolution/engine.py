@@ -263,7 +263,8 @@ class Engine:
             for space in spaces:
                 out += seeds_for(state.problem, space, self.solved if pop.nearest_shapes else {},
                                  self.seed_pool if pop.nearest_shapes else {},
-                                 self.handpicked if pop.handpicked else [], pop.nearest_shapes, limit)
+                                 self.handpicked if pop.handpicked else [], pop.nearest_shapes, limit,
+                                 order=None if pop.seed_order == "model" else _file_order)
             return out
 
         parents = cfg.selection.parents
@@ -454,3 +455,8 @@ def _baseline_times(state: ShapeState) -> dict[str, float]:
     """Each vendor baseline's device time on the shape (us), for prompts."""
     bs = state.baselines
     return {name: t.median_us for name, t in (bs.device.items() if bs else ()) if t and t.median_us}
+
+
+def _file_order(genome: Genome) -> float:
+    """Every hand-picked seed ranks the same: the files' own order stands (population.seed_order: file)."""
+    return 0.0

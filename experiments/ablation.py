@@ -11,7 +11,9 @@ For each run and shape: the best speedup over the best vendor baseline, and the 
 evaluations until the best-so-far reached 95% of that run's final best (speedup >= 0.95 x final)
 and 95% of the best any run found for the shape. Per strategy: the geometric mean over shapes of
 the best speedup (mean +- std over seeds), and those evaluation counts (mean over shapes and
-seeds). Warm starts and seed_from are switched off so every run starts from nothing but its seed.
+seeds). Warm starts and seed_from are switched off so every run starts from nothing but its seed,
+and the hand-picked seeds keep their file order (population.seed_order: file): ordered by the
+simulator's own model they would hand every strategy the simulator's best genomes at once.
 
     evogemm ablate experiments/campaigns/quickstart.yaml --seeds 5 --out runs/ablation
     python -m experiments.ablation CAMPAIGN.yaml --seeds 5 --out DIR
@@ -63,7 +65,8 @@ def run_one(campaign: str, strategy: str, seed: int, policy: str, folder: str, b
     # the simulator takes none of a GPU campaign's evaluator options (log_dir, jobs, ...)
     overrides: dict[str, Any] = {"seed": seed, "evaluator.backend": "simulator", "evaluator.options": {},
                                  "evaluator.timing": {}, "selection.warm_start": None,
-                                 "seed_from": [], **variant_overrides(strategy, policy, base.selection.policy)}
+                                 "seed_from": [], "population.seed_order": "file",
+                                 **variant_overrides(strategy, policy, base.selection.policy)}
     if budget is not None:
         overrides["budget"] = {"evaluations_per_shape": budget}
     overrides.update(extra or {})

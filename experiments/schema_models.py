@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import inspect
 import re
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -57,6 +57,9 @@ class Population(Strict):
     seed_fraction: float = Field(0.5, ge=0.0, le=1.0,
                                  description="at most this share of the first population comes from seeds")
     handpicked: bool = Field(True, description="include the hand-picked seed genomes of the families that fit")
+    seed_order: Literal["model", "file"] = Field(
+        "model", description="order of the hand-picked seeds: by the family's simulator model for the shape "
+                             "(fastest first), or as the files are named")
     nearest_shapes: int = Field(3, ge=0, description="solved shapes whose hall of fame seeds a new shape")
     max_stall_rounds: int = Field(10, ge=1, description="stop a shape after this many rounds without a new genome")
 
