@@ -28,8 +28,10 @@ As soon as a call returns, its children go to `on_proposed` (the engine's prefet
 start while slower calls are still out).
 
 Failures. An operator that raises (OperatorError and ProviderError say which `kind`: garbage,
-invalid, refused, budget, timeout, ...) produced no child: `failure_reward` goes to its arm and the
-failure is listed in `operator_failures` (the engine stores them). A child that fails to build or
+invalid, refused, timeout, ...) produced no child: `failure_reward` goes to its arm and the
+failure is listed in `operator_failures` (the engine stores them). A call refused by the campaign's
+token budget (kind `budget`) is listed too but costs no arm anything: it says nothing of the model,
+and from then on the LLM arms are passed over (not credited) for the rest of the shape. A child that fails to build or
 run is told like any other and its measurement's reward goes to its arm. An operator with
 `wants_failed_parents = True` (a fix operator) gets its parents from the recent failed genomes of
 the island's family (compile errors, rejected builds, wrong results), with
@@ -154,6 +156,7 @@ class EvolutionStrategy:
         self.failed: list[FailedGenome] = []            # recent failed genomes, for fix operators
         self.fix_attempts: dict[str, int] = {}           # failed genome id -> times handed to a fix operator
         self.queued: list[Offspring] = []               # extra children of earlier calls, handed out first
+        self.llm_budget_spent = False                    # a call was refused by the token budget
         self.rewards: list[tuple[str, float]] = []
         self.events: list[str] = []                      # drained by the engine into the log
         self._cursor = 0                                 # next island to breed on
@@ -322,6 +325,8 @@ class EvolutionStrategy:
         when the chosen arm cannot run here (too few measured parents, no failed genome to fix)."""
         arm = self.policy.choose(self.rng)
         entry = self.operators[arm]
+        if self.llm_budget_spent and entry.model is not None:
+            return None  # the token budget is spent: LLM arms can no longer run here
         space = self.spaces[island.family]
         history = self._history(island)
         if getattr(entry.operator, "wants_failed_parents", False):
@@ -389,13 +394,17 @@ class EvolutionStrategy:
             return []
         if exc is not None:
             kind = getattr(exc, "kind", None) or "error"
-            self.policy.update(arm, self.failure_reward)
-            self.rewards.append((arm, self.failure_reward))
+            if kind == "budget":  # the campaign's token budget, not the model: no arm pays for it
+                self.llm_budget_spent = True
+            else:
+                self.policy.update(arm, self.failure_reward)
+                self.rewards.append((arm, self.failure_reward))
             self.operator_failures.append({"arm": arm, "kind": kind, "error": type(exc).__name__,
                                            "reason": str(exc)[:300],
                                            "llm_calls": list(getattr(call.ctx.llm, "keys", []) or [])})
-            self.events.append(f"operator {arm} failed ({type(exc).__name__}: {str(exc)[:160]}); "
-                               f"credited {self.failure_reward:+g} to its arm")
+            credit = "nothing credited: the token budget is spent, LLM arms are passed over from now on" \
+                if kind == "budget" else f"credited {self.failure_reward:+g} to its arm"
+            self.events.append(f"operator {arm} failed ({type(exc).__name__}: {str(exc)[:160]}); {credit}")
             return []
         out = []
         for child in call.children:

@@ -121,8 +121,15 @@ def test_the_token_budget_is_reserved_before_each_call_and_never_overshot(tmp_pa
         _run(tmp_path / "c", data)
         conn = sqlite3.connect(str(tmp_path / "c" / "campaign.db"))
         used = conn.execute("SELECT COALESCE(SUM(tokens), 0) FROM llm_calls").fetchone()[0]
+        refusals = conn.execute("SELECT COUNT(*) FROM operator_failures WHERE kind='budget'").fetchone()[0]
+        (stats,) = conn.execute("SELECT stats FROM policy_log ORDER BY seq DESC, round DESC LIMIT 1").fetchone()
         conn.close()
     assert 0 < used <= 5000
+    # the budget's refusals are listed, cost the LLM arm nothing, and stop further calls: a refusal
+    # or two (calls of one round run side by side), not one per remaining slot
+    assert 1 <= refusals <= 4
+    arm = json.loads(stats)["llm_param@scripted"]
+    assert arm["mean_reward"] >= 0, arm
 
 
 def test_an_llm_operator_without_a_model_is_refused_by_validation(tmp_path):
