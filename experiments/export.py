@@ -174,7 +174,7 @@ def export(folders: Sequence[str], out: Path, name: str = "evogemm_kernels", min
             raise ExportError("no kernel could be exported: " + "; ".join(m["why"] for m in missing))
         table = {"version": 1, "entries": entries, "not_dispatched": skipped, "not_exported": missing}
         (pkg / "dispatch.json").write_text(json.dumps(table, indent=1))
-        tools = compiler.tools if build and library_of is None else None
+        tools = _toolchain(compiler)
         provenance = {
             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "command": "evogemm " + " ".join(sys.argv[1:]),
@@ -194,6 +194,15 @@ def export(folders: Sequence[str], out: Path, name: str = "evogemm_kernels", min
         shutil.rmtree(out)
     tmp.rename(out)
     return table
+
+
+def _toolchain(compiler: Compiler):
+    """The nvcc and CUTLASS this machine builds with (the cache's kernels were built with them:
+    both are part of every build key), or None where there is no nvcc."""
+    try:
+        return compiler.tools
+    except ToolchainError:
+        return None
 
 
 def _shape_key(shape: str) -> tuple[int, int, int]:
