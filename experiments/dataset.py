@@ -31,6 +31,10 @@ def dataset_rows(folder: "str | Path") -> Iterator[dict[str, Any]]:
         times = {(r["genome_id"], r["problem"]): (r["status"], r["device_us"], r["reason"])
                  for r in conn.execute("SELECT genome_id, problem, status, device_us, reason FROM evaluations")}
         genomes = {r["id"]: json.loads(r["json"]) for r in conn.execute("SELECT id, json FROM genomes")}
+        refusals: dict[str, dict] = {}  # call key -> the operator failure that call ended in
+        for f in conn.execute("SELECT * FROM operator_failures ORDER BY created"):
+            for key in json.loads(f["llm_calls"] or "[]"):
+                refusals[key] = dict(f)
         for call in conn.execute("SELECT * FROM llm_calls ORDER BY created, key"):
             row: dict[str, Any] = {"key": call["key"], "model": call["model"], "messages": json.loads(call["messages"]),
                                    "response": call["text"], "tokens": call["tokens"], "call_status": call["status"]}
@@ -40,7 +44,12 @@ def dataset_rows(folder: "str | Path") -> Iterator[dict[str, Any]]:
                 continue
             proposal = by_call.get(call["key"])
             if proposal is None:
-                row.update(outcome="refused", reason="the answer was not a valid move (see the campaign log)")
+                failure = refusals.get(call["key"])
+                if failure is not None:
+                    row.update(outcome="refused", problem=failure["problem"], arm=failure["arm"],
+                               kind=failure["kind"], reason=failure["reason"])
+                else:
+                    row.update(outcome="refused", reason="the answer made no new child (see the campaign log)")
                 yield row
                 continue
             problem, child = proposal["problem"], proposal["genome_id"]

@@ -106,6 +106,9 @@ def test_a_campaign_adopts_good_answers_survives_bad_ones_and_a_resume_repeats_n
         child = next(r for r in rows if r["outcome"] == "child")
         assert child["messages"][1]["role"] == "user" and child["response"] and child["child_genome"]["family"]
         assert child["parent_genomes"] and "reward" in child and child["arm"] == "llm_param@scripted"
+        refused = [r for r in rows if r["outcome"] == "refused"]
+        assert any("no JSON object" in r["reason"] and r["kind"] == "garbage" and r["arm"] == "llm_param@scripted"
+                   for r in refused), refused  # the refusal's own reason, joined from operator_failures
         # resuming the finished campaign replays every call from the database: the server hears nothing
         again = _run(tmp_path / "c", _config(server), mode="resume")
         assert len(server.requests) == n_requests
