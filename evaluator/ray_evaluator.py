@@ -235,14 +235,17 @@ class RayEvaluator:
 
     def stats(self) -> dict:
         """Throughput: builds per minute, build queue depth, where builds ran; with GPU actors the GPU
-        busy seconds (as GpuEvaluator.stats) and the busy fraction over all GPUs since start."""
+        busy seconds and the busy fraction over all GPUs since start. `gpu_busy_seconds` is the
+        driver pipeline's runner time, as for the single-process backend (so the two compare, and
+        `gpu_seconds_during_builds` is a part of it); each actor's own figure is beside it."""
         out = {**self.pipeline.stats.to_dict(), **self.builder.to_dict()}
         if self.actors:
             per = self.ray.get([a.stats.remote() for a in self.actors])
             wall = max(1e-9, time.monotonic() - self._started)
-            busy = sum(float(s.get("gpu_busy_seconds", 0.0)) for s in per)
-            out.update(gpu_busy_seconds=busy, gpu_actors=len(self.actors),
+            busy = float(out.get("gpu_busy_seconds", 0.0))
+            out.update(gpu_actors=len(self.actors),
                        gpu_busy_fraction=round(min(1.0, busy / (wall * len(self.actors))), 4),
+                       actor_busy_seconds=sum(float(s.get("gpu_busy_seconds", 0.0)) for s in per),
                        gpu_busy_by_actor=[round(float(s.get("gpu_busy_seconds", 0.0)), 3) for s in per])
         return out
 

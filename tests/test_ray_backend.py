@@ -203,8 +203,8 @@ def test_a_worker_killed_mid_build_is_retried(nvcc, tmp_path):
     result = future.result(timeout=120)
     assert result.ok, result.reason
     assert Path(result.library).exists()
-    (line,) = calls(nvcc)                    # the killed run never got as far as the log
-    assert int(line.split()[0]) != killed
+    lines = calls(nvcc)                      # the killed run may or may not have logged its start
+    assert lines and int(lines[-1].split()[0]) != killed  # a new worker finished the build
     assert builder.stats.lost == 0
 
 
@@ -282,7 +282,8 @@ def test_gpu_actors_time_kernels_shipped_into_their_own_cache(nvcc, tmp_path):
         assert [m.device.median_us for m in again] == [m.device.median_us for m in ms[:2]]
         assert "torch_tn" in baselines.device
         stats = ev.stats()
-        assert stats["gpu_actors"] == 1 and stats["gpu_busy_seconds"] == pytest.approx(0.06)
+        assert stats["gpu_actors"] == 1 and stats["actor_busy_seconds"] == pytest.approx(0.06)
+        assert stats["gpu_busy_seconds"] >= stats["gpu_seconds_during_builds"] >= 0
         assert 0 < stats["gpu_busy_fraction"] <= 1 and stats["kernels_timed"] == 4
         assert stats["builds"] == 4 and stats["builds_per_minute"] > 0 and stats["build_queue_depth"] == 0
     finally:
