@@ -17,7 +17,7 @@ from templates import FamilyRegistry, family_registry
 from .api import STATUS_CRASHED, STATUS_INVALID, STATUS_OK, BaselineSet, Measurement, Timing
 from .compile import BuildResult, Compiler
 from .paired import paired_figure, paired_ratio
-from .pipeline import BuildRunPipeline, build_failure
+from .pipeline import BuildRunPipeline, build_failure, space_check
 from .timing_options import check_timing
 from .worker_pool import MeasureResult, WorkerPool
 
@@ -47,6 +47,7 @@ class GpuEvaluator:
                  silence_timeout_s: float = 60.0, build_timeout_s: float = 600.0,
                  families: "FamilyRegistry | None" = None, overlap: bool = True, paired: bool = True):
         self.families = families or family_registry()
+        self._check = space_check(self.families)  # genome, problem -> why it cannot run, or None
         self.compiler = Compiler.default(cache_dir, jobs=jobs, timeout_s=build_timeout_s, families=self.families)
         self.pool = WorkerPool(gpu=gpu, silence_timeout_s=silence_timeout_s,
                                log_dir=Path(log_dir) if log_dir else None)
@@ -87,13 +88,6 @@ class GpuEvaluator:
         import hashlib
         blob = json.dumps([self.seed, problem.name, sorted(ids)]).encode()
         return int.from_bytes(hashlib.sha256(blob).digest()[:4], "little") >> 1
-
-    def _check(self, genome: Genome, problem: Problem) -> "str | None":
-        try:
-            violations = self.families.resolve(genome.family).space.violations(genome, problem)
-        except ValueError as exc:
-            return str(exc)
-        return "; ".join(map(str, violations)) or None
 
     def build(self, genomes: Sequence[Genome], progress=None) -> list[BuildResult]:
         return self.compiler.build_many(genomes, progress=progress)

@@ -25,6 +25,18 @@ from .compile import BuildResult
 SpaceCheck = Callable[[Genome, Problem], "str | None"]  # None when the genome can run the problem
 
 
+def space_check(families) -> SpaceCheck:
+    """The SpaceCheck of a FamilyRegistry: the genome's family's rules for the problem (an unknown
+    family says so)."""
+    def check(genome: Genome, problem: Problem) -> "str | None":
+        try:
+            violations = families.resolve(genome.family).space.violations(genome, problem)
+        except ValueError as exc:
+            return str(exc)
+        return "; ".join(map(str, violations)) or None
+    return check
+
+
 class Builder(Protocol):
     def submit(self, genome: Genome) -> "Future[BuildResult]": ...
 

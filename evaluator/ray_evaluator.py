@@ -23,7 +23,7 @@ from templates import FamilyRegistry, family_registry
 
 from .api import BaselineSet, Measurement
 from .compile import BUILD_GB, BuildResult, Compiler
-from .pipeline import BuildRunPipeline
+from .pipeline import BuildRunPipeline, space_check
 from .ray_builder import ENTRY_FILES, RayBuilder, import_ray, publish
 from .simulator import SimulatedEvaluator
 
@@ -123,6 +123,7 @@ class RayEvaluator:
         if self._owns_ray:
             self.ray.init(address=address, include_dashboard=False)
         self.families = families or family_registry()
+        self._check = space_check(self.families)  # genome, problem -> why it cannot run, or None
         self.compiler = compiler or Compiler.default(cache_dir, timeout_s=build_timeout_s, families=self.families)
         self.builder = RayBuilder(self.compiler, build_memory_gb=build_memory_gb, max_retries=max_retries,
                                   ship_libraries=ship_libraries, worker_cache_dir=worker_cache_dir)
@@ -173,13 +174,6 @@ class RayEvaluator:
         return self.ray.get(getattr(self.actors[self._actor(problem)], method).remote(*args))
 
     # -- the Evaluator protocol ---------------------------------------------------------------------
-    def _check(self, genome: Genome, problem: Problem) -> "str | None":
-        try:
-            violations = self.families.resolve(genome.family).space.violations(genome, problem)
-        except ValueError as exc:
-            return str(exc)
-        return "; ".join(map(str, violations)) or None
-
     def describe(self) -> str:
         cpus = int(self.ray.cluster_resources().get("CPU", 0))
         if self.sim is not None:
