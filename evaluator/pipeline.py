@@ -128,11 +128,12 @@ class BuildRunPipeline:
             if ready:
                 building = self.builder.pending() > 0
                 measurements, seconds = self.runner.run(problem, ready)
-                self.stats.gpu_busy_seconds += seconds
-                if building:
-                    self.stats.gpu_seconds_during_builds += seconds
-                self.stats.runner_batches += 1
-                self.stats.kernels_timed += len(ready)
+                with self._lock:  # shapes side by side share the pipeline (evolution/windows.py)
+                    self.stats.gpu_busy_seconds += seconds
+                    if building:
+                        self.stats.gpu_seconds_during_builds += seconds
+                    self.stats.runner_batches += 1
+                    self.stats.kernels_timed += len(ready)
                 for (genome, _), m in zip(ready, measurements):
                     out[genome.id] = m
         return [out[g.id] for g in genomes]

@@ -8,12 +8,14 @@ round's builds early. `address` goes to `ray.init` (None: a local instance, or t
 process already joined). Kernels reach a GPU actor through the object store (each actor writes the
 cache entries it is sent into its own content-keyed cache), so the GPUs need no shared filesystem.
 
-Each shape is timed on one GPU actor (its baselines and its kernels on the same GPU); shapes are
-spread over the actors in the order they are first seen.
+Each shape is timed on one GPU actor (its baselines and its kernels on the same GPU). The engine
+searches up to `population.shapes_in_flight` shapes side by side, one per actor (`lanes`, `assign`:
+evolution/windows.py); shapes it has not assigned go to the actors in the order they are first seen.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -106,11 +108,12 @@ class RayEvaluator:
     build whose worker died; ship_libraries: move kernels through the object store (False: the
     cache folder is shared). `compiler` and `gpu_class` are for tests (not campaign options)."""
 
-    OPTIONS = ("address", "runner", "gpus", "cache_dir", "worker_cache_dir", "gpu_cache_dir", "build_memory_gb", "max_retries",
+    OPTIONS = ("address", "runner", "gpus", "actor_cpus", "cache_dir", "worker_cache_dir", "gpu_cache_dir", "build_memory_gb", "max_retries",
                "ship_libraries", "build_timeout_s", "calibration", "device", "noise", "seed", "timing", "modes",
                "baselines", "silence_timeout_s", "paired", "log_dir")
 
     def __init__(self, address: "str | None" = None, runner: str = "auto", gpus: "int | None" = None,
+                 actor_cpus: float = 1.0,
                  cache_dir: "str | Path | None" = None, worker_cache_dir: "str | Path | None" = None,
                  gpu_cache_dir: "str | Path | None" = None,
                  build_memory_gb: float = BUILD_GB, max_retries: int = 2, ship_libraries: bool = True,
@@ -137,13 +140,19 @@ class RayEvaluator:
         self.actors: list[Any] = []
         self._shipped: list[set[str]] = []
         self._actor_of: dict[str, int] = {}
+        self._assign_lock = threading.Lock()
         if self.simulated:
             self.sim = SimulatedEvaluator(families=self.families, **{k: v for k, v in options.items()
                                                                      if k in SIM_OPTIONS})
             runner_obj: Any = SimRunner(self.sim)
         else:
+            cpus = float(self.ray.cluster_resources().get("CPU", 0))
+            if cpus - max(1, n_gpus) * actor_cpus < 1:
+                raise RuntimeError(f"evaluator backend 'ray': {max(1, n_gpus)} GPU actor(s) holding {actor_cpus:g} CPU "
+                                   f"each leave none of the cluster's {cpus:g} CPUs to build on; set the option "
+                                   "actor_cpus lower (0 is fine: an actor mostly waits on its GPU)")
             gpu_opts = {k: v for k, v in options.items() if k in GPU_OPTIONS}
-            actor_cls = self.ray.remote(num_gpus=1, max_restarts=1)(GpuHost)
+            actor_cls = self.ray.remote(num_gpus=1, num_cpus=actor_cpus, max_restarts=1)(GpuHost)
             actor_cache = str(Path(gpu_cache_dir).absolute()) if gpu_cache_dir else str(self.compiler.cache_dir)
             self.actors = [actor_cls.remote(actor_cache, gpu_opts, self.families, gpu_class)
                            for _ in range(max(1, n_gpus))]
@@ -153,21 +162,34 @@ class RayEvaluator:
         self._started = time.monotonic()
 
     # -- shapes to GPU actors -----------------------------------------------------------------------
+    @property
+    def lanes(self) -> int:
+        """Shapes the engine may search side by side: one per GPU actor (the simulator: many)."""
+        return len(self.actors) if self.actors else 64
+
+    def assign(self, problem: Problem, lane: int) -> None:
+        """The engine runs `problem` on lane `lane`: its baselines and kernels go to that GPU actor."""
+        if self.actors:
+            with self._assign_lock:
+                self._actor_of[problem.name] = lane % len(self.actors)
+
     def _actor(self, problem: Problem) -> int:
-        if problem.name not in self._actor_of:
-            self._actor_of[problem.name] = len(self._actor_of) % len(self.actors)
-        return self._actor_of[problem.name]
+        with self._assign_lock:
+            if problem.name not in self._actor_of:
+                self._actor_of[problem.name] = len(self._actor_of) % len(self.actors)
+            return self._actor_of[problem.name]
 
     def _files(self, index: int, builds: Sequence[BuildResult]) -> dict[str, dict[str, bytes]]:
         """The cache entries actor `index` has not been sent yet (through the object store)."""
         if not self.ship:
             return {}
         out = {}
-        for b in builds:
-            if b.ok and b.build_key and b.build_key not in self._shipped[index]:
-                entry = self.compiler.entry_dir(b.build_key)
-                out[b.build_key] = {n: (entry / n).read_bytes() for n in ENTRY_FILES if (entry / n).exists()}
-                self._shipped[index].add(b.build_key)
+        with self._assign_lock:
+            todo = [b for b in builds if b.ok and b.build_key and b.build_key not in self._shipped[index]]
+            self._shipped[index].update(b.build_key for b in todo)
+        for b in todo:
+            entry = self.compiler.entry_dir(b.build_key)
+            out[b.build_key] = {n: (entry / n).read_bytes() for n in ENTRY_FILES if (entry / n).exists()}
         return out
 
     def _call(self, problem: Problem, method: str, *args: Any) -> Any:

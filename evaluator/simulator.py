@@ -176,6 +176,7 @@ class SimulatedEvaluator:
     """
 
     simulated = True
+    lanes = 64  # shapes it may evaluate side by side: the model is a pure function (evolution/windows.py)
     OPTIONS = ("calibration", "device", "noise", "seed")  # constructor options (evaluator.factory filters by these)
 
     def __init__(self, calibration: "str | Path | SimParams | None" = None, device: str = "h200",

@@ -14,7 +14,7 @@ shape. Grants never change the shapes table; they are re-taken on every replay, 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from .db import CampaignDB
 from .shape_state import ShapeState
@@ -40,13 +40,14 @@ class Grants:
         return any(state.grants_taken.get(kind, 0) < len(extra)
                    for kind, extra in self.pending.get(state.name, {}).items())
 
-    def take(self, state: ShapeState, kind: str, seq: int, check_only: bool = False) -> bool:
-        """Take the shape's next grant of `kind` if it has one and may take it at proposal `seq`."""
+    def take(self, state: ShapeState, kind: str, seq: "int | None", check_only: bool = False) -> bool:
+        """Take the shape's next grant of `kind` if it has one and may take it at proposal `seq`
+        (None: shapes searched side by side, whose grants wait until every shape ran once)."""
         extra = self.pending.get(state.name, {}).get(kind, [])
         taken = state.grants_taken.get(kind, 0)
         if taken >= len(extra) or state.allocation.get(kind) is None:
             return False
-        recorded = self.db.proposal(seq)
+        recorded = self.db.proposal(seq) if seq is not None else None
         if recorded is not None and recorded["problem"] != state.name:
             return False  # the recorded run went on with another shape here: the grant comes later
         if check_only:
@@ -60,16 +61,32 @@ class Grants:
                  f"(now {state.allocation[kind]:g})")
         return True
 
-    def any_now(self, state: ShapeState, seq: int) -> bool:
+    def any_now(self, state: ShapeState, seq: "int | None") -> bool:
         return any(self.take(state, kind, seq, check_only=True) for kind in GRANT_KINDS)
 
 
-def allocation(budget: Any, shapes_left: int, states: Iterable[ShapeState], wall_used: float) -> dict[str, Any]:
-    """The budget of the next shape to start, given what the shapes before it used."""
+class NoGrants(Grants):
+    """No grant is taken now: shapes searched side by side take theirs only after every shape ran
+    once, so no shape's budget end depends on when another shape started."""
+
+    def __init__(self, grants: Grants):
+        super().__init__(None, grants.db, grants.log)
+        self.pending = grants.pending
+
+    def take(self, state: ShapeState, kind: str, seq: "int | None", check_only: bool = False) -> bool:
+        return False
+
+
+def allocation(budget: Any, shapes_left: int, states: Iterable[ShapeState], wall_used: float,
+               reserved: Iterable[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """The budget of the next shape to start, given what the shapes before it used, and the
+    allocations `reserved` by shapes still running beside it (counted as spent in full, so the
+    split does not depend on how far they got)."""
     states = list(states)
-    used_evals = sum(s.evaluations for s in states)
-    used_gpu = sum(s.gpu_seconds for s in states)
-    used_tokens = sum(s.tokens for s in states)
+    reserved = list(reserved)
+    used_evals = sum(s.evaluations for s in states) + sum(r.get("evaluations") or 0 for r in reserved)
+    used_gpu = sum(s.gpu_seconds for s in states) + sum(r.get("gpu_seconds") or 0.0 for r in reserved)
+    used_tokens = sum(s.tokens for s in states) + sum(r.get("llm_tokens") or 0 for r in reserved)
     left = max(1, shapes_left)
     alloc: dict[str, Any] = {"evaluations": budget.evaluations_per_shape}
     if budget.total_evaluations is not None:
@@ -90,9 +107,11 @@ def round_size(strategy: Any, population: Any, first: bool) -> int:
     return population.offspring_per_island * population.islands
 
 
-def next_size(state: ShapeState, db: CampaignDB, seq: int, population: Any, inflight: int,
-              first: bool, grants: Grants) -> "tuple[int, str | None]":
-    """How many to ask for next (0 = the shape is done, with the reason)."""
+def next_size(state: ShapeState, db: CampaignDB, seq: "int | None", population: Any, inflight: int,
+              first: bool, grants: Grants, recorded_here: bool = False) -> "tuple[int, str | None]":
+    """How many to ask for next (0 = the shape is done, with the reason). `seq`: the next proposal's
+    global number (shapes in turn); None when shapes run side by side, where `recorded_here` says
+    whether the shape's next proposal is in the record."""
     n = round_size(state.strategy, population, first)
     while state.allocation.get("evaluations") is not None and \
             state.allocation["evaluations"] - state.evaluations - inflight <= 0:
@@ -108,11 +127,15 @@ def next_size(state: ShapeState, db: CampaignDB, seq: int, population: Any, infl
         return 0, "LLM-token budget spent"
     if state.stall >= population.max_stall_rounds:
         return 0, f"no new genome in {state.stall} rounds"
-    recorded = db.proposal(seq)
-    if recorded is not None:
-        if recorded["problem"] == state.name:
-            return n, None  # replay: the recorded run went on here
-        return 0, db.shape_row(state.name)["reason"] or "stopped (recorded)"
+    if seq is None:  # shapes side by side: the record is read per shape
+        if recorded_here:
+            return n, None  # replay: the recorded run went on with this shape
+    else:
+        recorded = db.proposal(seq)
+        if recorded is not None:
+            if recorded["problem"] == state.name:
+                return n, None  # replay: the recorded run went on here
+            return 0, db.shape_row(state.name)["reason"] or "stopped (recorded)"
     row = db.shape_row(state.name)
     if row and row["status"] == "done" and not (row["reason"] == "wall-time budget spent"
                                                 and grants.take(state, "wall_seconds", seq)):

@@ -46,6 +46,7 @@ import json
 import os
 import socket
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -73,34 +74,60 @@ def _timing(text: "str | None") -> "Timing | None":
 
 
 class CampaignDB:
-    """A campaign's database. One connection, used from one thread (the engine's main thread)."""
+    """A campaign's database: one SQLite connection per thread that uses it (see `conn`)."""
 
     FILENAME = "campaign.db"
 
     def __init__(self, path: "str | Path", readonly: bool = False):
         self.path = Path(path)
-        if readonly:
-            if not self.path.exists():
-                raise FileNotFoundError(f"no campaign database at {self.path}")
-            self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30, isolation_level=None)
-        else:
-            self.conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
-            self.conn.executescript(SCHEMA)
-            columns = {row[1] for row in self.conn.execute("PRAGMA table_info(evaluations)")}
+        self.readonly = readonly
+        if readonly and not self.path.exists():
+            raise FileNotFoundError(f"no campaign database at {self.path}")
+        self._conns: dict[int, sqlite3.Connection] = {}
+        self._conns_lock = threading.Lock()
+        self._owner = threading.get_ident()
+        first = self._connect()
+        if not readonly:
+            first.executescript(SCHEMA)
+            columns = {row[1] for row in first.execute("PRAGMA table_info(evaluations)")}
             if "acc_error" not in columns:  # a database made before the accumulation bound
-                self.conn.execute("ALTER TABLE evaluations ADD COLUMN acc_error REAL")
+                first.execute("ALTER TABLE evaluations ADD COLUMN acc_error REAL")
             if "paired" not in columns:     # a database made before paired search measurements
-                self.conn.execute("ALTER TABLE evaluations ADD COLUMN paired TEXT")
+                first.execute("ALTER TABLE evaluations ADD COLUMN paired TEXT")
             if "log" not in columns:        # a database made before failures kept their log excerpt
-                self.conn.execute("ALTER TABLE evaluations ADD COLUMN log TEXT")
-        self.conn.row_factory = sqlite3.Row
+                first.execute("ALTER TABLE evaluations ADD COLUMN log TEXT")
+        self._conns[self._owner] = first
         self.session: "int | None" = None
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.readonly:
+            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30, isolation_level=None,
+                                   check_same_thread=False)
+        else:
+            conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
+        conn.row_factory = sqlite3.Row
+        return conn
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection: each thread that uses the database gets its own (SQLite's WAL
+        and the busy timeout order their transactions), so shapes searched side by side on worker
+        threads commit as safely as the main thread."""
+        ident = threading.get_ident()
+        conn = self._conns.get(ident)
+        if conn is None:
+            with self._conns_lock:
+                conn = self._conns[ident] = self._connect()
+        return conn
 
     # -- plumbing --------------------------------------------------------------------------------
     def close(self) -> None:
-        self.conn.close()
+        with self._conns_lock:
+            conns, self._conns = list(self._conns.values()), {}
+        for conn in conns:
+            conn.close()
 
     def __enter__(self) -> "CampaignDB":
         return self

@@ -32,6 +32,7 @@ numbered per shape; a resume re-generates the same ones, stored once.
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Sequence
@@ -41,7 +42,7 @@ from genome import Genome, Offspring, Problem, SearchSpace
 from llm_mutators.safety import safety_refusal
 from templates import frozen_params
 
-from .budget import Grants, allocation, next_size
+from .budget import Grants, NoGrants, allocation, next_size
 from .db import CampaignDB
 from .journal import Journal
 from .operators import build_operators
@@ -53,7 +54,8 @@ from .reverify import verify_hall_of_fame
 from .rng import derive_seed
 from .search import StrategyContext, build_strategy
 from .seeding import seeds_for
-from .shape_state import ShapeState, fmt_allocation
+from .shape_state import ShapeInputs, ShapeState, fmt_allocation
+from .windows import CampaignStopped, run_windowed
 
 __all__ = ["Engine", "ShapeState", "derive_seed"]
 
@@ -78,19 +80,25 @@ class Engine:
         self.plugins = plugins or make_plugins(config.families)
         self._evaluator = evaluator
         self._own_evaluator = evaluator is None
-        self.log = log or (lambda line: None)
+        self._ui_lock = threading.RLock()  # log, progress and on_shape_done, from several shape threads
+        self._log = log or (lambda line: None)
+        self.log = self._locked_log
         self.progress = progress
         self.render = render
         self.mode = mode
         self.on_shape_done = on_shape_done
         self.seed = int(config.seed)
         self.problems: list[Problem] = config.problems
-        self.journal = Journal(db)
+        self.window = int(getattr(config.population, "shapes_in_flight", 1) or 1)
+        self.journal = Journal(db, by_shape=self.window > 1)
+        self.stopping = threading.Event()  # set when a shape thread failed: the others stop at their next round
+        self._first_pass_done = False      # shapes side by side: grants wait until every shape ran once
         self.grants = Grants(db.get_meta("extensions", []), db, self.log)
         self.states: dict[str, ShapeState] = {}
         self.solved: dict[str, list[Genome]] = {}
         self.policy_states: dict[str, Any] = {}
-        self.last_policy_state: Any = None
+        self.last_policy_state: Any = None  # the campaign's final policy (side by side: the last shape's in order)
+        self._last_policy_index = -1
         families = {id(f): f for f in (self.plugins.families.resolve(name) for name in config.families)}
         self.spaces: list[SearchSpace] = [f.space for f in families.values()]  # each family once, in order
         self.warm_state = db.get_meta("warm_start_policy")
@@ -100,7 +108,7 @@ class Engine:
         if self.simulated is None and evaluator is not None:
             self.simulated = bool(getattr(evaluator, "simulated", False))
         self.evaluator_description: "str | None" = db.get_meta("evaluator_description")
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evogemm-propose")
+        self._pool = ThreadPoolExecutor(max_workers=self.window, thread_name_prefix="evogemm-propose")
         workers = int(getattr(getattr(config, "llm", None), "concurrency", 1) or 1)
         self._operator_pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evogemm-operator") \
             if workers > 1 else None
@@ -150,8 +158,14 @@ class Engine:
     # -- the campaign -----------------------------------------------------------------------------
     def run(self) -> dict[str, ShapeState]:
         try:
-            for idx, problem in enumerate(self.problems):
-                self._run_shape(idx, problem)
+            if self.window > 1:
+                run_windowed(self, self.window, self._lanes())
+            else:
+                for idx, problem in enumerate(self.problems):
+                    state = self._open_shape(idx, problem, self._inputs(idx))
+                    if state is not None:
+                        self._search_shape(state)
+            self._first_pass_done = True
             while any([self._continue_shape(state) for state in list(self.states.values())]):
                 pass  # shapes granted more budget by an extension go on, in shape order, until none can
             for state in self.states.values():  # one left open for a grant it could not take after all
@@ -162,25 +176,58 @@ class Engine:
             self._refresh()
         return self.states
 
-    def _run_shape(self, idx: int, problem: Problem) -> None:
+    def _lanes(self) -> int:
+        """How many shapes may run side by side: the evaluator's lanes (one per GPU actor on Ray; the
+        simulator has many, a single GPU one). A campaign whose shapes are all done needs no evaluator."""
+        rows = self.db.shape_rows()
+        if self._evaluator is None and rows and all(r["status"] == "done" for r in rows):
+            return 1
+        return max(1, int(getattr(self.evaluator, "lanes", 1) or 1))
+
+    def _inputs(self, idx: int) -> ShapeInputs:
+        """What shape `idx` starts from: the shapes before idx - window + 1 (all done by then)."""
+        first_open = idx - self.window + 1
+        before = [p.name for p in self.problems[:max(0, first_open)]]
+        policy = next((self.policy_states[name] for name in reversed(before) if name in self.policy_states),
+                      self.warm_state) if self.window > 1 else \
+            (self.last_policy_state if self.last_policy_state is not None else self.warm_state)
+        reserved = [self.states[p.name].allocation for p in self.problems[max(0, first_open):idx]
+                    if p.name in self.states]
+        return ShapeInputs(solved={name: self.solved[name] for name in before if name in self.solved},
+                           policy_state=policy, finished=[self.states[n] for n in before if n in self.states],
+                           reserved=reserved)
+
+    def _open_shape(self, idx: int, problem: Problem, inputs: ShapeInputs) -> "ShapeState | None":
+        """Start a shape's bookkeeping (on the main thread, in shape order): its state and allocation;
+        None when no family supports it (recorded as skipped)."""
         row = self.db.shape_row(problem.name) or {"status": "pending", "allocation": None, "reason": None,
                                                   "wall_seconds": 0.0}
         spaces = [s for s in self.spaces if s.supports(problem) is None]
         state = ShapeState(problem=problem, index=idx, allocation=row["allocation"] or {}, baselines=None)
+        state.inputs = inputs
         self.states[problem.name] = state
         if not spaces:
             self._skip(state, row)
-            return
+            return None
+        if row["allocation"] is None:
+            state.allocation = allocation(self.config.budget, len(self.problems) - idx, inputs.finished,
+                                          self.db.wall_seconds(), inputs.reserved)
+            self.db.start_shape(problem.name, state.allocation)
+        state.wall_before = float(row.get("wall_seconds") or 0.0)
+        state.spaces = spaces
+        return state
+
+    def _search_shape(self, state: ShapeState, lane: int = 0) -> None:
+        """Search an opened shape to its end (on the main thread, or a lane's thread)."""
+        problem = state.problem
+        assign = getattr(self._evaluator, "assign", None) if self.window > 1 else None
+        if assign is not None:
+            assign(problem, lane)
         state.baselines = self.db.baselines(problem.name)
         if state.baselines is None:
             self.log(f"{problem.name}: measuring vendor baselines")
             self.db.record_baselines(self.evaluator.baselines(problem))
             state.baselines = self.db.baselines(problem.name)  # exactly what a resume will read
-        if row["allocation"] is None:
-            state.allocation = allocation(self.config.budget, len(self.problems) - idx, self.states.values(),
-                                          self.db.wall_seconds())
-            self.db.start_shape(problem.name, state.allocation)
-        state.wall_before = float(row.get("wall_seconds") or 0.0)
         state.status = "running"
         state.wall_started = time.monotonic()
         state.hof = make_hall_of_fame(self.config.population.hall_of_fame)
@@ -189,16 +236,17 @@ class Engine:
             if ref:
                 self.log(f"{problem.name}: search measurements are paired with {ref} (timed in the same rounds)")
         self.journal.load_recorded(state)
-        state.strategy = self._make_strategy(state, spaces)
+        state.strategy = self._make_strategy(state, state.spaces)
         bv = state.baselines.best("device") if state.baselines else None
         self.log(f"{problem.name}: start (allocation {fmt_allocation(state.allocation)}; best vendor "
-                 f"{bv[0] + ' ' + format(bv[1], '.2f') + ' us' if bv else 'n/a'})")
+                 f"{bv[0] + ' ' + format(bv[1], '.2f') + ' us' if bv else 'n/a'})"
+                 + (f" on lane {lane}" if assign is not None else ""))
         self._refresh()
         self._finished(state, self._loop(state))
 
     def _continue_shape(self, state: ShapeState) -> bool:
         """Go on with a finished shape that has a budget grant it may take now; False if none."""
-        if state.strategy is None or state.status != "done" or not self.grants.any_now(state, self.journal.seq):
+        if state.strategy is None or state.status != "done" or not self.grants.any_now(state, self._seq()):
             return False
         before = dict(state.grants_taken)
         state.status = "running"
@@ -220,11 +268,14 @@ class Engine:
             self.db.finish_shape(problem.name, reason)
         if not self.simulated and len(state.hof) and self.db.verified(state.name) is None:
             verify_hall_of_fame(state, self.evaluator, self.db, self.log)
-        self.solved[problem.name] = [ind.genome for ind in state.hof]
         policy = getattr(state.strategy, "policy", None)
-        if policy is not None:
-            self.policy_states[problem.name] = policy.state_dict()
-            self.last_policy_state = self.policy_states[problem.name]
+        with self._ui_lock:  # on_shape_done reads these from another shape's thread
+            self.solved[problem.name] = [ind.genome for ind in state.hof]
+            if policy is not None:
+                self.policy_states[problem.name] = policy.state_dict()
+                if self.window == 1 or state.index >= self._last_policy_index:
+                    self.last_policy_state = self.policy_states[problem.name]
+                    self._last_policy_index = state.index
         best = state.best
         self.log(f"{problem.name}: done ({reason}); {state.evaluations} evaluations"
                  + (f", {state.replayed} replayed from the database" if state.replayed else "")
@@ -232,7 +283,8 @@ class Engine:
                     if best and state.speedup else "; no kernel passed" if not best else ""))
         self._refresh()
         if self.on_shape_done is not None:
-            self.on_shape_done(state)
+            with self._ui_lock:
+                self.on_shape_done(state)
 
     def _skip(self, state: ShapeState, row: dict) -> None:
         """No family of the campaign can run this shape: record why, say so, go on."""
@@ -253,7 +305,7 @@ class Engine:
             from .bandit import make_policy
             made = make_policy(cfg.selection.policy, list(arms), priors=priors, registry=plugins.policies,
                                **cfg.selection.params)
-            warm = self.last_policy_state if self.last_policy_state is not None else self.warm_state
+            warm = state.inputs.policy_state if state.inputs is not None else self.warm_state
             if warm is not None:
                 made.warm_start(warm, weight=cfg.selection.warm_start_weight)
             return made
@@ -261,7 +313,8 @@ class Engine:
         def seeds(limit: int) -> list:
             out: list = []
             for space in spaces:
-                out += seeds_for(state.problem, space, self.solved if pop.nearest_shapes else {},
+                solved = state.inputs.solved if state.inputs is not None else {}
+                out += seeds_for(state.problem, space, solved if pop.nearest_shapes else {},
                                  self.seed_pool if pop.nearest_shapes else {},
                                  self.handpicked if pop.handpicked else [], pop.nearest_shapes, limit,
                                  order=None if pop.seed_order == "model" else _file_order)
@@ -288,8 +341,14 @@ class Engine:
             return "NVIDIA Hopper GPU (sm_90a)"
 
     # -- rounds -----------------------------------------------------------------------------------
+    def _seq(self) -> "int | None":
+        """The proposal number grants are checked at (None when shapes run side by side)."""
+        return None if self.window > 1 else self.journal.seq
+
     def _next(self, state: ShapeState, inflight: int, first: bool) -> "tuple[int, str | None]":
-        return next_size(state, self.db, self.journal.seq, self.config.population, inflight, first, self.grants)
+        grants = self.grants if self.window == 1 or self._first_pass_done else NoGrants(self.grants)
+        return next_size(state, self.db, self._seq(), self.config.population, inflight, first, grants,
+                         recorded_here=self.window > 1 and self.journal.recorded_left(state))
 
     def _prefetch(self, state: ShapeState, offspring: Sequence[Offspring]) -> None:
         """Start building the proposals that will need a measurement (when the evaluator builds)."""
@@ -329,6 +388,8 @@ class Engine:
             return reason or "nothing to do"
         batch = self.journal.record(state, state.strategy.ask(n))
         while batch:
+            if self.stopping.is_set():
+                raise CampaignStopped(f"{state.name}: stopped before round {state.rounds} (another shape failed)")
             new = self.journal.new_genomes(state, batch)
             self._prefetch(state, [off for _, off in batch])  # this round's builds go first in the pool
             future: "Future[list[Offspring]] | None" = None
@@ -404,23 +465,34 @@ class Engine:
                     else f"{best.time_us:.2f} us" if best else "none")
                  + (f"; p: {top}" if top else "")
                  + (f"; GPU busy {100 * busy['gpu_busy_fraction']:.0f}% of {busy['wall_seconds']:.0f} s"
-                    f" ({busy['gpu_seconds_during_builds']:.1f} s of it while nvcc builds ran)" if busy else ""))
+                    f" ({busy['gpu_seconds_during_builds']:.1f} s of it while nvcc builds ran)"
+                    if busy and "gpu_busy_fraction" in busy else ""))
         if busy:
             self.db.set_meta({"utilisation": busy})
 
-    def utilisation(self) -> "dict[str, float] | None":
-        """This session's GPU busy time against wall time since the engine started (None when the
-        evaluator does not report it, e.g. the simulator)."""
+    def utilisation(self) -> "dict[str, Any] | None":
+        """This session's throughput: builds (count, nvcc-seconds, per minute, queue depth) whenever
+        the evaluator reports them, and GPU busy time against wall time since the engine started
+        (overall, and per GPU actor on Ray) when it times on GPUs. None for an evaluator that
+        reports nothing (e.g. the plain simulator)."""
         stats = getattr(self._evaluator, "stats", None)
-        if stats is None or self.simulated:
+        if stats is None:
             return None
         s = stats()
         wall = max(1e-9, time.monotonic() - self._started)
-        busy = float(s.get("gpu_busy_seconds", 0.0))
-        return {"gpu_busy_seconds": round(busy, 3), "wall_seconds": round(wall, 3),
-                "gpu_busy_fraction": round(min(1.0, busy / wall), 4),
-                "gpu_seconds_during_builds": round(float(s.get("gpu_seconds_during_builds", 0.0)), 3),
-                "builds": int(s.get("builds", 0)), "build_seconds": round(float(s.get("build_seconds", 0.0)), 3)}
+        out: dict[str, Any] = {"wall_seconds": round(wall, 3), "builds": int(s.get("builds", 0)),
+                               "build_seconds": round(float(s.get("build_seconds", 0.0)), 3)}
+        for key in ("builds_per_minute", "build_queue_depth", "runner_queue_depth", "gpu_actors"):
+            if key in s:
+                out[key] = s[key]
+        if not self.simulated:
+            busy = float(s.get("gpu_busy_seconds", 0.0))
+            gpus = max(1, int(s.get("gpu_actors", 1) or 1))
+            out.update(gpu_busy_seconds=round(busy, 3), gpu_busy_fraction=round(min(1.0, busy / (wall * gpus)), 4),
+                       gpu_seconds_during_builds=round(float(s.get("gpu_seconds_during_builds", 0.0)), 3))
+            if "gpu_busy_by_actor" in s:
+                out["gpu_busy_by_actor"] = s["gpu_busy_by_actor"]
+        return out
 
     # -- progress ---------------------------------------------------------------------------------
     def snapshot(self) -> list[dict[str, Any]]:
@@ -448,7 +520,12 @@ class Engine:
 
     def _refresh(self) -> None:
         if self.progress is not None:
-            self.progress.update(self.snapshot(), simulated=self.simulated, evaluator=self.evaluator_description)
+            with self._ui_lock:
+                self.progress.update(self.snapshot(), simulated=self.simulated, evaluator=self.evaluator_description)
+
+    def _locked_log(self, line: str) -> None:
+        with self._ui_lock:
+            self._log(line)
 
 
 def _baseline_times(state: ShapeState) -> dict[str, float]:

@@ -8,6 +8,7 @@ already in the database are served from it, so only what has none is evaluated.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Sequence
 
@@ -19,21 +20,52 @@ from .shape_state import ShapeState
 
 
 class Journal:
-    def __init__(self, db: CampaignDB):
+    """Numbers and records proposals. `by_shape=False` (shapes in turn): a resume re-generates the
+    proposals in the recorded global order, and each must equal the record at its sequence number.
+    `by_shape=True` (shapes searched side by side, whose proposals interleave in whatever order the
+    threads ran): each shape's n-th proposal must equal that shape's n-th recorded one; a replayed
+    proposal keeps its recorded number and a new one takes the next free number."""
+
+    def __init__(self, db: CampaignDB, by_shape: bool = False):
         self.db = db
-        self.seq = 0  # the next proposal's global sequence number
+        self.by_shape = by_shape
+        self.seq = db.max_seq() + 1 if by_shape else 0  # the next new proposal's global sequence number
+        self._lock = threading.Lock()
+        self._recorded: dict[str, list[dict]] = {}  # by_shape: each shape's recorded proposals, in order
+
+    def _recorded_at(self, state: ShapeState) -> "tuple[int, dict | None]":
+        """The sequence number for the shape's next proposal and the recorded proposal there (or None)."""
+        if not self.by_shape:
+            with self._lock:
+                seq = self.seq
+                self.seq += 1
+            return seq, self.db.proposal(seq)
+        rows = self._recorded.get(state.name)
+        if rows is None:
+            rows = self._recorded[state.name] = self.db.proposals(state.name)
+        if state.proposals < len(rows):
+            return int(rows[state.proposals]["seq"]), rows[state.proposals]
+        with self._lock:
+            seq = self.seq
+            self.seq += 1
+        return seq, None
+
+    def recorded_left(self, state: ShapeState) -> bool:
+        """by_shape: the shape has recorded proposals not re-generated yet."""
+        rows = self._recorded.get(state.name)
+        if rows is None:
+            rows = self._recorded[state.name] = self.db.proposals(state.name)
+        return state.proposals < len(rows)
 
     def record(self, state: ShapeState, offspring: Sequence[Offspring]) -> list[tuple[int, Offspring]]:
         """Give each proposal its sequence number; insert it, or check it against the record."""
         rows = []
         out = []
         for off in offspring:
-            seq = self.seq
-            self.seq += 1
+            seq, recorded = self._recorded_at(state)
             meta = dict(off.meta or {})
             arm = meta.get("arm")
             parents = list(off.parent_ids)
-            recorded = self.db.proposal(seq)
             if recorded is not None:
                 mismatch = [f"{key}: recorded {recorded[key]!r}, re-generated {mine!r}"
                             for key, mine in (("problem", state.name), ("genome_id", off.genome.id),

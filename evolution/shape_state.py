@@ -14,6 +14,18 @@ from .population import Individual, rank_key
 
 
 @dataclass
+class ShapeInputs:
+    """What a shape starts from, fixed when it is opened (so shapes searched side by side see the
+    same inputs whatever order their threads run in): the halls of fame of the shapes it may seed
+    from, the selection policy it warm-starts from, and what its budget share is computed from
+    (shapes done before it, and the allocations of shapes still running beside it)."""
+    solved: dict[str, list[Any]]
+    policy_state: Any
+    finished: list[Any]
+    reserved: list[dict[str, Any]]
+
+
+@dataclass
 class ShapeState:
     problem: Problem
     index: int
@@ -37,6 +49,8 @@ class ShapeState:
     done_reason: "str | None" = None
     status: str = "pending"
     grants_taken: dict[str, int] = field(default_factory=dict)  # budget grants taken, per kind
+    inputs: "ShapeInputs | None" = None
+    spaces: list[Any] = field(default_factory=list)  # the campaign's search spaces that support the shape
 
     @property
     def name(self) -> str:

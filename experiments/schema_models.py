@@ -62,6 +62,10 @@ class Population(Strict):
                              "(fastest first), or as the files are named")
     nearest_shapes: int = Field(3, ge=0, description="solved shapes whose hall of fame seeds a new shape")
     max_stall_rounds: int = Field(10, ge=1, description="stop a shape after this many rounds without a new genome")
+    shapes_in_flight: int = Field(
+        1, ge=1, le=256, description="shapes searched at once: shape i starts once every shape up to i - "
+        "shapes_in_flight is done and is seeded only from those, so the search is the same on any backend; "
+        "they run side by side where the evaluator has the lanes (one per GPU actor on Ray), else in turn")
 
     @model_validator(mode="after")
     def _sizes(self) -> "Population":
