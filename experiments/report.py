@@ -221,12 +221,44 @@ def print_status(status: dict[str, Any], console: "Console | None" = None) -> No
 
 
 def utilisation_text(u: "Mapping[str, Any] | None") -> "str | None":
-    """'GPU busy 19% of 103 s wall (15.6 s of it while nvcc builds ran); 20 builds, 900 nvcc-s' (last session)."""
+    """The last session's throughput in one line, e.g. 'GPU busy 19% of 103 s wall in the last session
+    (19.6 s; 15.6 s of it while nvcc builds ran); per GPU 25%, 14% (2 GPU actors); 20 builds,
+    900 nvcc-seconds, 11.6 builds/min; queue depths at the last round: 3 builds, 1 runner'. Each part
+    appears only when the evaluator reported its figures (builds per minute, per-GPU busy time and
+    queue depths come from the Ray backend)."""
     if not u:
         return None
-    return (f"GPU busy {100 * u['gpu_busy_fraction']:.0f}% of {u['wall_seconds']:.0f} s wall in the last session "
-            f"({u['gpu_busy_seconds']:.1f} s; {u.get('gpu_seconds_during_builds', 0.0):.1f} s of it while nvcc builds "
-            f"ran); {u.get('builds', 0)} builds, {u.get('build_seconds', 0.0):.0f} nvcc-seconds")
+    wall = float(u.get("wall_seconds") or 0.0)
+    parts = []
+    if "gpu_busy_fraction" in u:
+        parts.append(f"GPU busy {100 * float(u['gpu_busy_fraction']):.0f}% of {wall:.0f} s wall in the last session "
+                     f"({float(u.get('gpu_busy_seconds', 0.0)):.1f} s; "
+                     f"{float(u.get('gpu_seconds_during_builds', 0.0)):.1f} s of it while nvcc builds ran)")
+    per_gpu = _per_gpu_text(u.get("gpu_busy_by_actor"), wall, u.get("gpu_actors"))
+    if per_gpu:
+        parts.append(per_gpu)
+    if "builds" in u or "builds_per_minute" in u:
+        builds = f"{int(u.get('builds', 0))} builds, {float(u.get('build_seconds', 0.0)):.0f} nvcc-seconds"
+        if "builds_per_minute" in u:
+            builds += f", {float(u['builds_per_minute']):.1f} builds/min"
+        parts.append(builds)
+    queues = [f"{int(u[key])} {label}" for key, label in (("build_queue_depth", "builds"),
+                                                            ("runner_queue_depth", "runner"))
+              if u.get(key) is not None]
+    if queues:
+        parts.append("queue depths at the last round: " + ", ".join(queues))
+    return "; ".join(parts) or None
+
+
+def _per_gpu_text(busy_by_actor: Any, wall: float, actors: Any) -> "str | None":
+    """'per GPU 25%, 14% (2 GPU actors)': each GPU actor's busy seconds against the session's wall
+    time (busy seconds when the wall time is unknown)."""
+    if not busy_by_actor:
+        return None
+    busy = [float(s) for s in busy_by_actor]
+    cells = [f"{100 * min(1.0, s / wall):.0f}%" if wall > 0 else f"{s:.1f} s" for s in busy]
+    n = int(actors) if actors else len(busy)
+    return f"per GPU {', '.join(cells)} ({n} GPU actor{'s' if n != 1 else ''})"
 
 
 def _footer(status: dict[str, Any], console: Console, sim: Any) -> None:

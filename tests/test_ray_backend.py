@@ -4,7 +4,9 @@ store into the driver's cache, and a campaign on `backend: ray` (simulator timin
 same state as the same campaign on the single-machine simulator backend.
 
 Builds use a fake nvcc (a Python script: it sleeps, writes a dummy .so and a ptxas report), so the
-tests run in seconds; the real nvcc build path is Compiler.build, the same on a worker.
+tests run in seconds; the real nvcc build path is Compiler.build, the same on a worker. One test
+(marked `nvcc`, skipped without it) builds two real kernels on Ray workers during a campaign.
+Resume after kill -9 on this backend: tests/test_ray_resume.py.
 """
 
 from __future__ import annotations
@@ -224,13 +226,14 @@ def test_a_build_lost_past_its_retries_is_a_clean_failure(nvcc, tmp_path):
     assert builder.submit(g).result(timeout=120).ok   # not cached: asked again, it builds
 
 
+class Silent:
+    def update(self, rows, simulated=None, evaluator=None):
+        pass
+
+
 def _campaign(tmp_path: Path, name: str, evaluator: dict) -> Path:
     from experiments.campaign import create_campaign, run_campaign
     from experiments.schema import parse_campaign
-
-    class Silent:
-        def update(self, rows, simulated=None, evaluator=None):
-            pass
 
     config = parse_campaign(small_config(shapes=["1024x1024x1024", "128x4096x4096"],
                                          budget={"evaluations_per_shape": 10}, evaluator=evaluator),
@@ -288,3 +291,55 @@ def test_gpu_actors_time_kernels_shipped_into_their_own_cache(nvcc, tmp_path):
         assert stats["builds"] == 4 and stats["builds_per_minute"] > 0 and stats["build_queue_depth"] == 0
     finally:
         ev.close()
+
+
+@pytest.mark.nvcc
+def test_real_nvcc_builds_run_on_ray_workers_during_a_campaign(ray_local, tmp_path, monkeypatch):
+    """Real nvcc through the Ray backend: a campaign (simulator timing) of two kernels of the cheapest
+    family to build (skinny_mma: no CUTLASS headers). Both are built by Ray workers, none by the
+    driver, and reach the driver's content-keyed cache through the object store."""
+    import shutil
+    from evaluator.compile import BUILD_GB
+    from evaluator.ray_evaluator import RayEvaluator
+    from experiments.campaign import create_campaign, run_campaign
+    from experiments.schema import parse_campaign
+    ray = pytest.importorskip("ray")
+    assert ray.cluster_resources().get("memory", 0) >= BUILD_GB * 1024 ** 3, "Ray gives no room for one build"
+
+    in_driver: list[str] = []
+    nvcc_in_driver = Compiler._nvcc
+    monkeypatch.setattr(Compiler, "_nvcc", lambda self, kernel, key: in_driver.append(key) or nvcc_in_driver(
+        self, kernel, key))                                           # the driver only: workers import afresh
+    real = Toolchain.discover(shutil.which("nvcc"))
+    ev = RayEvaluator(runner="simulator", compiler=Compiler(cache_dir=tmp_path / "kernels", toolchain=real),
+                      worker_cache_dir=tmp_path / "worker-kernels")
+    data = small_config(shapes=["16x4096x4096"], families=["skinny_mma"], budget={"evaluations_per_shape": 2},
+                        population={"size": 2, "islands": 1, "offspring": 1, "elite": 1,
+                                    "migration_size": 1, "seed_fraction": 1.0},
+                        operators=[{"name": "param_mutate"}],
+                        evaluator={"backend": "ray", "options": {"runner": "simulator"}})
+    folder = tmp_path / "c"
+    create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
+    try:
+        run_campaign(folder, evaluator=ev, progress=Silent(), plots=False)
+        stats = ev.stats()
+    finally:
+        ev.close()
+    conn = sqlite3.connect(str(folder / "campaign.db"))
+    try:
+        rows = conn.execute("SELECT status, build_key FROM evaluations").fetchall()
+        done = conn.execute("SELECT COUNT(*) FROM events WHERE kind='campaign_done'").fetchone()[0]
+    finally:
+        conn.close()
+    assert done == 1 and len(rows) == 2 and all(status == "ok" for status, _ in rows), rows
+    keys = {key for _, key in rows}
+    assert len(keys) == 2 and None not in keys
+    assert in_driver == [] and stats["builds"] == stats["builds_submitted"] == 2 and stats["builds_lost"] == 0
+    pids = [int(where.rsplit(":", 1)[1]) for where in stats["builds_by_worker"]]
+    assert sum(stats["builds_by_worker"].values()) == 2 and os.getpid() not in pids
+    assert stats["builds_per_minute"] > 0
+    for key in keys:                                                  # real kernels, in both caches, same bytes
+        lib = tmp_path / "kernels" / key[:2] / key / "kernel.so"
+        assert lib.read_bytes()[:4] == b"\x7fELF"
+        assert lib.read_bytes() == (tmp_path / "worker-kernels" / key[:2] / key / "kernel.so").read_bytes()
+        assert json.loads((lib.parent / "meta.json").read_text())["ok"] is True
