@@ -11,6 +11,10 @@ genome) and answers in the operator's JSON:
             but explores little
   mediocre  one random valid move (what param_mutate does, as an LLM answer)
   broken    garbage: prose, truncated JSON, unknown parameters, values outside the choices, empty moves
+            (refused by llm_param: it costs a call, no evaluation); the default third arm
+  misleading
+            the slowest of `candidates` random valid moves (accepted: it costs an evaluation); the
+            third arm instead of `broken` with `--broken misleading`
 
 Each answer is drawn from a generator seeded by (the campaign seed, the model, the request, how
 many times it was made before), so a campaign is a deterministic function of its seed.
@@ -25,6 +29,7 @@ a fraction of the budget (a run that never reaches it counts as 1.0 and is flagg
 policy split its operator calls (pulls) and evaluated children over the arms.
 
     evogemm ablate-arms --seeds 5 --out runs/ablation-arms --jobs 2
+    evogemm ablate-arms --seeds 5 --out runs/arms-misleading --jobs 2 --broken misleading
     evogemm ablate-arms --seeds 5 --out runs/arms-ucb --policy ucb --param c=1.0 --reward success
     python -m experiments.ablation_arms --seeds 5 --out runs/ablation-arms
 """
@@ -41,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .scripted_models import QUALITIES, ScriptedModel, read_prompt
+from .scripted_models import BROKEN_KINDS, ScriptedModel, arm_qualities, read_prompt
 
 __all__ = ["ScriptedModel", "read_prompt", "run_arms_ablation"]  # PROVIDER names ScriptedModel here
 
@@ -92,16 +97,18 @@ class RlSelection:
 
 def campaign_dict(seed: int, variant: str, budget: int, shapes: Sequence[str], candidates: int = 4,
                   param_mutate: bool = True, seeded: bool = False,
-                  rl: "RlSelection | None" = None) -> dict[str, Any]:
-    """The ablation's campaign: quickstart's population and reward, three scripted LLM arms
-    (and param_mutate), all priors equal, on the simulator without noise. Unless `seeded`, the
-    first population is all random samples (no hand-picked genomes, no seeds from the shapes solved
-    before), so that what a run finds comes from its operators and not from a seed that is already
-    the best genome of the shape. `rl`: the rl variant's selection (default: quickstart's)."""
+                  rl: "RlSelection | None" = None, broken: str = "garbage") -> dict[str, Any]:
+    """The ablation's campaign: quickstart's population and reward, three scripted LLM arms (good,
+    mediocre and the bad kind `broken` names: garbage or misleading) and param_mutate, all priors
+    equal, on the simulator without noise. Unless `seeded`, the first population is all random
+    samples (no hand-picked genomes, no seeds from the shapes solved before), so that what a run
+    finds comes from its operators and not from a seed that is already the best genome of the
+    shape. `rl`: the rl variant's selection (default: quickstart's)."""
     if variant not in VARIANTS:
         raise ValueError(f"ablation: unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
     sel = (rl or RlSelection()).resolved if variant == "rl" else UNIFORM
-    operators = [{"name": "llm_param", "model": q} for q in QUALITIES]
+    qualities = arm_qualities(broken)
+    operators = [{"name": "llm_param", "model": q} for q in qualities]
     if param_mutate:
         operators.append({"name": "param_mutate"})
     return {"name": f"arms-{variant}-s{seed}", "seed": seed, "shapes": list(shapes),
@@ -114,7 +121,7 @@ def campaign_dict(seed: int, variant: str, budget: int, shapes: Sequence[str], c
             "strategy": "evolution", "evaluator": {"backend": "simulator"},
             "llm": {"concurrency": 1, "providers": [{"name": q, "kind": PROVIDER, "model": q,
                                    "options": {"quality": q, "seed": seed, "candidates": candidates}}
-                                  for q in QUALITIES]}}
+                                  for q in qualities]}}
 
 
 class _Silent:
@@ -123,7 +130,8 @@ class _Silent:
 
 
 def run_one(seed: int, variant: str, folder: str, budget: int, shapes: Sequence[str], candidates: int = 4,
-            param_mutate: bool = True, seeded: bool = False, rl: "RlSelection | None" = None) -> dict[str, Any]:
+            param_mutate: bool = True, seeded: bool = False, rl: "RlSelection | None" = None,
+            broken: str = "garbage") -> dict[str, Any]:
     """One campaign into `folder`: per shape the best-so-far curve and the arms' pulls, mean
     reward and evaluated children."""
     from evolution.db import CampaignDB
@@ -131,8 +139,8 @@ def run_one(seed: int, variant: str, folder: str, budget: int, shapes: Sequence[
     from experiments.campaign import create_campaign, run_campaign
     from experiments.schema import parse_campaign
     out = Path(folder)
-    config = parse_campaign(campaign_dict(seed, variant, budget, shapes, candidates, param_mutate, seeded, rl),
-                            base_dir=out.parent)
+    config = parse_campaign(campaign_dict(seed, variant, budget, shapes, candidates, param_mutate, seeded, rl,
+                                          broken), base_dir=out.parent)
     if not (out / "campaign.db").exists():
         create_campaign(config, out)
     t0 = time.monotonic()
@@ -227,7 +235,8 @@ def mean_curves(runs: Sequence[Mapping[str, Any]], budget: int) -> dict[str, lis
 
 def render_markdown(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
     lines = [f"- seeds {', '.join(map(str, meta['seeds']))}; budget {meta['budget']} evaluations per shape; "
-             f"shapes {', '.join(meta['shapes'])}; good model: best of {meta['candidates']} moves; first population: "
+             f"shapes {', '.join(meta['shapes'])}; good model: best of {meta['candidates']} moves; bad model: "
+             f"{meta['broken']}; first population: "
              f"{'seeded (hand-picked, solved shapes)' if meta['seeded'] else 'random samples'}; "
              f"param_mutate arm: {'yes' if meta['param_mutate'] else 'no'}; rl: {meta['rl_label']}",
              "", "| seed | shape | uniform final best (us) | rl final best (us) | rl evals to reach it | "
@@ -265,7 +274,8 @@ def render_markdown(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
 def run_arms_ablation(seeds: int = 5, out_dir: "str | Path" = "runs/ablation-arms", budget: int = 96,
                       shapes: Sequence[str] = SHAPES, jobs: int = 1, base_seed: int = 0, candidates: int = 4,
                       param_mutate: bool = True, seeded: bool = False, console: Any = None,
-                      rl: "RlSelection | None" = None) -> dict[str, Any]:
+                      rl: "RlSelection | None" = None, broken: str = "garbage") -> dict[str, Any]:
+    arm_qualities(broken)                                          # an unknown kind: ValueError, before any run
     for name, value in (("seeds", seeds), ("jobs", jobs), ("budget", budget), ("candidates", candidates)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"ablation: {name} must be a whole number >= 1, got {value!r}")
@@ -274,7 +284,7 @@ def run_arms_ablation(seeds: int = 5, out_dir: "str | Path" = "runs/ablation-arm
     out.mkdir(parents=True, exist_ok=True)
     seed_list = [base_seed + i for i in range(seeds)]
     tasks = [(seed, v, str(out / "runs" / f"{v}-s{seed}"), budget, list(shapes), candidates, param_mutate, seeded,
-              rl) for seed in seed_list for v in VARIANTS]
+              rl, broken) for seed in seed_list for v in VARIANTS]
     runs = []
     with ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else _Inline() as pool:
         for r in pool.map(_star, tasks):
@@ -282,7 +292,7 @@ def run_arms_ablation(seeds: int = 5, out_dir: "str | Path" = "runs/ablation-arm
             if console is not None:
                 console.print(f"{r['variant']:>8} seed {r['seed']}: {r['seconds']:.1f} s", highlight=False)
     meta = {"seeds": seed_list, "budget": budget, "shapes": list(shapes), "candidates": candidates,
-            "param_mutate": param_mutate, "seeded": seeded,
+            "param_mutate": param_mutate, "seeded": seeded, "broken": broken,
             "variants": {"rl": rl.resolved, "uniform": UNIFORM}, "rl_label": rl.label()}
     summary = summarise(runs, budget)
     markdown = render_markdown(summary, meta)
@@ -316,6 +326,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-seed", type=int, default=0)
     p.add_argument("--candidates", type=int, default=4, help="moves the good model ranks (default 4)")
     p.add_argument("--no-param-mutate", action="store_true", help="only the three LLM arms")
+    p.add_argument("--broken", choices=sorted(BROKEN_KINDS), default="garbage",
+                   help="the bad arm: garbage (answers llm_param refuses: a call, no evaluation; default) or "
+                        "misleading (valid moves, the slowest of --candidates: each costs an evaluation)")
     p.add_argument("--seeded", action="store_true", help="seed the first population as campaigns do (hand-picked "
                                                          "genomes, shapes solved before); default: random samples")
     p.add_argument("--policy", default=CAMPAIGN_POLICY,
@@ -351,7 +364,8 @@ def _run_args(args: argparse.Namespace) -> int:
     shapes = args.shapes.split(",") if args.shapes else SHAPES
     rl = RlSelection(args.policy, parse_params(args.param), args.reward, args.failure_reward, args.warm_start_weight)
     result = run_arms_ablation(args.seeds, args.out, args.budget, shapes, args.jobs, args.base_seed,
-                               args.candidates, not args.no_param_mutate, args.seeded, console=Console(), rl=rl)
+                               args.candidates, not args.no_param_mutate, args.seeded, console=Console(), rl=rl,
+                               broken=args.broken)
     print(result["markdown"])
     return 0
 
@@ -359,7 +373,7 @@ def _run_args(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     from experiments.cli import add_command
     p = add_command(sub, "ablate-arms", "RL-weighted vs uniform operator choice with LLM arms of known quality "
-                                        "(scripted good, mediocre and broken models), on the simulator")
+                                        "(scripted good, mediocre and broken or misleading models), on the simulator")
     _add_arguments(p)
     p.set_defaults(func=_run_args)
 

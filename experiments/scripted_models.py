@@ -6,7 +6,12 @@ from its seed, the request and how many times the request was made before.
   rates fastest;
 - mediocre: one random valid move;
 - broken: one of five kinds of garbage (prose, truncated JSON, unknown or ill-typed parameters, an
-  empty move).
+  empty move); llm_param refuses every one, so it costs an operator call but no evaluation;
+- misleading: the other kind of bad model, plausible but wrong: of `candidates` random valid moves
+  of the parent, the one the simulator's noise-free model rates slowest. llm_param accepts it, so
+  each answer costs an evaluation, as a weak real model's confident bad suggestions do.
+
+The ablation's third arm is one of the two bad kinds (`BROKEN_KINDS`, see `arm_qualities`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,18 @@ from typing import Any, Mapping
 
 from llm_mutators.chat import ChatResult, ProviderError, check_messages, messages_key
 
-QUALITIES = ("good", "mediocre", "broken")
+QUALITIES = ("good", "mediocre", "broken", "misleading")
+# the ablation's bad arm: `garbage` is the `broken` model (refused answers), `misleading` the
+# `misleading` one (valid but bad moves)
+BROKEN_KINDS = {"garbage": "broken", "misleading": "misleading"}
+RANKED = {"good": False, "misleading": True}    # qualities that rank candidates: reverse (slowest first)?
+
+
+def arm_qualities(broken: str = "garbage") -> tuple[str, str, str]:
+    """The three scripted models of the ablation: good, mediocre and the bad kind `broken` names."""
+    if broken not in BROKEN_KINDS:
+        raise ValueError(f"ablation: broken must be one of {', '.join(BROKEN_KINDS)}, got {broken!r}")
+    return "good", "mediocre", BROKEN_KINDS[broken]
 _FAMILY = re.compile(r"You tune (\S+) HGEMM kernels")
 _SHAPE = re.compile(r"M=(\d+), N=(\d+), K=(\d+)")
 
@@ -86,14 +102,15 @@ class ScriptedModel:
             child = space.mutate(parent, rng, n_changes=rng.randint(1, 3))
             if child.id != parent.id and space.is_valid(child, problem) and child not in moves:
                 moves.append(child)
-                if len(moves) == (self.candidates if self.quality == "good" else 1):
+                if len(moves) == (self.candidates if self.quality in RANKED else 1):
                     break
         if not moves:
             raise ProviderError("bad_response", f"no valid move of the parent for {problem.name}")
-        if self.quality == "good":
-            moves.sort(key=lambda g: (self._time(g, problem), g.id))
-        best = moves[0]
-        diff = {k: v for k, v in best.param_dict.items() if parent.param_dict.get(k) != v}
+        if self.quality in RANKED:    # fastest first (good) or slowest first (misleading); ties by id
+            sign = -1.0 if RANKED[self.quality] else 1.0
+            moves.sort(key=lambda g: (sign * self._time(g, problem), g.id))
+        pick = moves[0]
+        diff = {k: v for k, v in pick.param_dict.items() if parent.param_dict.get(k) != v}
         return {"params": diff, "reason": f"{self.quality} move of {len(diff)} parameter(s)"}
 
     def _time(self, genome: Any, problem: Any) -> float:

@@ -1,6 +1,7 @@
 """The mixed-quality LLM arms ablation (experiments/ablation_arms.py), small and fast: the scripted
 models answer llm_param prompts as their quality says, deterministically from the seed, and a
-two-seed run credits every arm, gives the broken arm -1 and the fewest pulls under the bandit.
+two-seed run credits every arm, gives the broken arm -1 and the fewest pulls under the bandit; with
+`--broken misleading` the bad arm's answers are valid but slow moves, each one an evaluation.
 (The figure itself, RL vs uniform over 5 seeds, is in docs/results/ablation-llm-arms.md.)"""
 
 from __future__ import annotations
@@ -66,6 +67,31 @@ def test_good_moves_beat_their_parent_more_often_than_mediocre_ones_and_broken_a
     for parent, ctx, msgs in cases:
         with pytest.raises(OperatorError):
             op.parse(broken.complete(msgs).text, parent, ctx)
+
+
+def test_misleading_moves_are_valid_and_slower_than_their_parent_in_most_pulls():
+    op, cases = _prompts(25)
+    sim = SimulatedEvaluator()
+    model = ScriptedModel("misleading", "misleading", quality="misleading", seed=2)
+    slower = 0
+    for parent, ctx, msgs in cases:
+        text = model.complete(msgs).text
+        child, reason = op.parse(text, parent, ctx)                    # accepted: it will cost an evaluation
+        assert child.id != parent.id and ctx.space.is_valid(child, PROBLEM) and "misleading" in reason
+        slower += sim.predict_us(child, PROBLEM) > sim.predict_us(parent, PROBLEM)
+        again = ScriptedModel("misleading", "misleading", quality="misleading", seed=2)
+        assert again.complete(msgs).text == text                      # deterministic from the seed
+    assert slower >= 0.8 * len(cases)
+    # the mirror of `good`: with the same generator both draw the same 8 candidate moves; good
+    # answers the fastest of them, misleading the slowest
+    parent, ctx, _ = cases[0]
+    picks = []
+    for quality in ("good", "misleading"):
+        m = ScriptedModel("m", "m", quality=quality, seed=5, candidates=8)
+        answer = m._move("sm90_cutlass", PROBLEM, parent.param_dict, random.Random(11))
+        picks.append(op.parse(json.dumps(answer), parent, ctx)[0])
+    times = [sim.predict_us(g, PROBLEM) for g in picks]
+    assert times[0] < times[1]                                         # fastest vs slowest of the same 8 moves
 
 
 def test_a_small_ablation_credits_every_arm_and_the_bandit_starves_the_broken_one(tmp_path):
@@ -152,3 +178,31 @@ def test_the_cli_options_reach_the_rl_run(tmp_path):
     assert any(abs(x - round(x)) > 1e-6 for x in sums)
     meta = json.loads((tmp_path / "ablation-arms.json").read_text())["meta"]
     assert meta["variants"]["rl"]["policy"] == "ucb" and "ucb (c 2.0), reward log_ratio" in meta["rl_label"]
+
+
+def test_a_tiny_misleading_ablation_runs_and_its_bad_arm_costs_evaluations_not_failures(tmp_path):
+    from experiments.ablation_arms import campaign_dict
+    from experiments.cli import build_parser
+    shape = "1024x1024x1024"
+    default = campaign_dict(0, "uniform", 48, [shape])
+    assert [o.get("model") for o in default["operators"]] == ["good", "mediocre", "broken", None]   # garbage stays
+    with pytest.raises(ValueError, match="broken must be one of garbage, misleading"):
+        campaign_dict(0, "rl", 48, [shape], broken="slow")
+    args = build_parser().parse_args(["ablate-arms", "--out", str(tmp_path), "--seeds", "1", "--budget", "48",
+                                      "--shapes", shape, "--broken", "misleading"])
+    assert args.func(args) == 0
+    saved = json.loads((tmp_path / "ablation-arms.json").read_text())
+    assert saved["meta"]["broken"] == "misleading" and len(saved["summary"]["rows"]) == 1
+    for r in saved["runs"]:
+        arms = r["arms"][shape]
+        assert set(arms) == {"llm_param@good", "llm_param@mediocre", "llm_param@misleading", "param_mutate"}
+        bad = arms["llm_param@misleading"]
+        if r["variant"] == "uniform":
+            assert bad["children"] > 0                                  # its answers were evaluated
+        # no answer was refused: the arm is never credited a failure, and its children rarely win
+        assert bad["mean_reward"] is None or 0 <= bad["mean_reward"] < arms["llm_param@good"]["mean_reward"]
+        db = CampaignDB(f"{r['folder']}/campaign.db", readonly=True)
+        failures = [f for f in db.operator_failures(shape) if f["arm"] == "llm_param@misleading"]
+        db.close()
+        assert failures == [] and len(r["shapes"][shape]["curve"]) == 48
+    assert "bad model: misleading" in (tmp_path / "ablation-arms.md").read_text()
