@@ -9,8 +9,9 @@ process already joined). Kernels reach a GPU actor through the object store (eac
 cache entries it is sent into its own content-keyed cache), so the GPUs need no shared filesystem.
 
 Each shape is timed on one GPU actor (its baselines and its kernels on the same GPU). The engine
-searches up to `population.shapes_in_flight` shapes side by side, one per actor (`lanes`, `assign`:
-evolution/windows.py); shapes it has not assigned go to the actors in the order they are first seen.
+searches up to `population.shapes_in_flight` shapes side by side, spread over the actors by lane
+(`lanes`, `assign`: evolution/windows.py); shapes on one actor take turns on its GPU (an actor runs
+one call at a time). Shapes the engine has not assigned go to the actors in the order first seen.
 """
 
 from __future__ import annotations
@@ -162,10 +163,10 @@ class RayEvaluator:
         self._started = time.monotonic()
 
     # -- shapes to GPU actors -----------------------------------------------------------------------
-    @property
-    def lanes(self) -> int:
-        """Shapes the engine may search side by side: one per GPU actor (the simulator: many)."""
-        return len(self.actors) if self.actors else 64
+    #: Shapes the engine may search side by side. A GPU actor runs one call at a time (Ray actors
+    #: are sequential), so shapes that share an actor take turns on its GPU, each timing batch alone
+    #: with its own paired reference; more shapes than GPUs keep more builds in flight.
+    lanes = 64
 
     def assign(self, problem: Problem, lane: int) -> None:
         """The engine runs `problem` on lane `lane`: its baselines and kernels go to that GPU actor."""

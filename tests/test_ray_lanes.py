@@ -1,6 +1,6 @@
 """Shapes side by side on Ray's GPU actors (`population.shapes_in_flight`, `RayEvaluator.lanes`):
-with two (stand-in) GPU actors, two shapes are searched at once, each on its own actor, and the
-campaign ends in the same state as on one actor, where the same shapes run in turn."""
+with two (stand-in) GPU actors, two shapes are searched at once, each on its own actor; with one
+actor the two shapes take turns on it; both campaigns end in the same state."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def _campaign(tmp_path: Path, nvcc: Path, name: str, gpus: int) -> "tuple[Path, 
                       worker_cache_dir=tmp_path / name / "worker", gpu_cache_dir=tmp_path / name / "gpu",
                       gpu_class=FakeGpu, build_memory_gb=0.2, actor_cpus=0)  # 2 CPUs: both build
     try:
-        assert ev.lanes == gpus
+        assert ev.lanes >= 2
         run_campaign(folder, evaluator=ev, progress=Silent())
         stats = ev.stats()
     finally:
@@ -72,7 +72,8 @@ def test_two_gpu_actors_search_two_shapes_at_once_like_one_actor_in_turn(two_gpu
     assert all(busy > 0 for busy in two_stats["gpu_busy_by_actor"])      # both actors timed kernels
     log = (two / "campaign.log").read_text()
     assert "on lane 0" in log and "on lane 1" in log and "2 at once" in log
-    assert "1 at once" in (one / "campaign.log").read_text()
+    one_log = (one / "campaign.log").read_text()
+    assert "2 at once" in one_log and "on lane 1" in one_log            # two shapes take turns on one actor
     a, b = shape_fingerprint(one), shape_fingerprint(two)
     assert len(a["evaluated"]) == 4 * 12 and any(row[2] == "ok" for row in a["evaluated"])
     assert a == b
