@@ -5,9 +5,10 @@ parameters a patched block covers frozen for every other operator."""
 
 from __future__ import annotations
 
+import itertools
+
 import json
 import random
-import zlib
 from collections import defaultdict
 
 import pytest
@@ -393,12 +394,12 @@ def test_no_two_genomes_differ_only_in_frozen_parameters():
 
 
 # -- in a campaign -------------------------------------------------------------------------------
-def _patch_of_prompt(body: dict) -> dict:
-    """A scripted model that edits the first line of tile_config it is shown; every second answer
-    misquotes it first (the retry then gets it right)."""
+def _patch_of_prompt(body: dict, _first_asks=itertools.count()) -> dict:
+    """A scripted model that edits the first line of tile_config it is shown; every second first
+    ask is answered with a misquote (the retry then gets it right)."""
     prompt = body["messages"][1]["content"]
     line = next(x for x in prompt.split("\n") if x.startswith("using TileShape = Shape<"))
-    if len(body["messages"]) == 2 and zlib.crc32(prompt.encode()) % 2:
+    if len(body["messages"]) == 2 and next(_first_asks) % 2 == 0:
         return {"content": edit("tile_config", line.replace("Shape<", "Shape <"), line + "  // x")}
     return {"content": edit("tile_config", line, line + "  // evolved by the model")}
 
