@@ -2,8 +2,11 @@
 timing overlapped, budgets, dedup, halls of fame, and resume by replay.
 
 Shapes run one after another in campaign order, so a new shape can be seeded from the halls of
-fame of the nearest shapes solved before it. Budgets: evolution/budget.py. Resume: the journal
-(evolution/journal.py) numbers and records every proposal and measurement and serves them back.
+fame of the nearest shapes solved before it; with `population.shapes_in_flight` W > 1, up to W run
+side by side, each seeded only from shapes W or more places before it (evolution/windows.py).
+Budgets: evolution/budget.py. Resume: the journal (evolution/journal.py) numbers and records every
+proposal and measurement and serves them back. The strategy of a shape is made by
+evolution/engine_strategy.py, logs and progress by evolution/engine_views.py.
 
 Overlap (deterministic). Round 0 (the first population) is asked, evaluated and told. From then
 on, round g+1 is asked on a worker thread while round g is evaluated on the main thread, so the
@@ -31,7 +34,6 @@ numbered per shape; a resume re-generates the same ones, stored once.
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -39,28 +41,25 @@ from typing import Any, Callable, Sequence
 
 from evaluator.api import Evaluator
 from genome import Genome, Offspring, Problem, SearchSpace
-from llm_mutators.safety import safety_refusal
-from templates import frozen_params
 
 from .budget import Grants, NoGrants, allocation, next_size
 from .db import CampaignDB
 from .journal import Journal
-from .operators import build_operators
 from .plugins import Plugins, make_plugins
 from .population import Individual, fitness_value, make_hall_of_fame
 from .confirm import admit
 from .llm_gateway import make_gateway
 from .reverify import verify_hall_of_fame
 from .rng import derive_seed
-from .search import StrategyContext, build_strategy
-from .seeding import seeds_for
+from .engine_strategy import StrategyFactory
+from .engine_views import EngineViews
 from .shape_state import ShapeInputs, ShapeState, fmt_allocation
 from .windows import CampaignStopped, run_windowed
 
 __all__ = ["Engine", "ShapeState", "derive_seed"]
 
 
-class Engine:
+class Engine(StrategyFactory, EngineViews):
     """Runs (or resumes) a campaign whose config and database are given.
 
     Started shapes go on by the budget grants of `evogemm extend` (evolution/budget.py).
@@ -295,51 +294,6 @@ class Engine:
         self.log(f"{state.name}: skipped, no family supports it ({why})")
         self._refresh()
 
-    def _make_strategy(self, state: ShapeState, spaces: Sequence[SearchSpace]) -> Any:
-        cfg = self.config
-        name = cfg.strategy.name
-        plugins = self.plugins
-        pop = cfg.population
-
-        def policy(arms: Sequence[str], priors: dict) -> Any:
-            from .bandit import make_policy
-            made = make_policy(cfg.selection.policy, list(arms), priors=priors, registry=plugins.policies,
-                               **cfg.selection.params)
-            warm = state.inputs.policy_state if state.inputs is not None else self.warm_state
-            if warm is not None:
-                made.warm_start(warm, weight=cfg.selection.warm_start_weight)
-            return made
-
-        def seeds(limit: int) -> list:
-            out: list = []
-            for space in spaces:
-                solved = state.inputs.solved if state.inputs is not None else {}
-                out += seeds_for(state.problem, space, solved if pop.nearest_shapes else {},
-                                 self.seed_pool if pop.nearest_shapes else {},
-                                 self.handpicked if pop.handpicked else [], pop.nearest_shapes, limit,
-                                 order=None if pop.seed_order == "model" else _file_order)
-            return out
-
-        parents = cfg.selection.parents
-        ctx = StrategyContext(
-            problem=state.problem, spaces=spaces, seed=derive_seed(self.seed, "strategy", name, state.name),
-            params=dict(cfg.strategy.params), config=cfg, best_vendor_us=state.best_vendor_us,
-            operators=lambda: build_operators(cfg.operators, plugins.operators), policy=policy,
-            parent_selection=lambda: plugins.parent_selections.create(parents.name, **parents.params),
-            seeds=seeds, render=self.render, llm=self.llm, executor=self._operator_pool,
-            on_proposed=lambda children: self._prefetch_early(state, children),
-            frozen=functools.partial(frozen_params, families=plugins.families),
-            extra={"gpu": self._gpu_facts(), "baselines": _baseline_times(state)},
-            check=functools.partial(safety_refusal, render=self.render) if self.render else None)
-        return build_strategy(plugins.strategies.resolve(name), ctx)
-
-    def _gpu_facts(self) -> str:
-        """What prompts say of the device: the evaluator's own description (simulated says so)."""
-        try:
-            return str(self.evaluator.describe())
-        except Exception:  # noqa: BLE001 - a prompt detail, never a reason to stop
-            return "NVIDIA Hopper GPU (sm_90a)"
-
     # -- rounds -----------------------------------------------------------------------------------
     def _seq(self) -> "int | None":
         """The proposal number grants are checked at (None when shapes run side by side)."""
@@ -454,86 +408,3 @@ class Engine:
             events.clear()
         self._log_round(state, n_new, reused, failures, probs)
         self._refresh()
-
-    def _log_round(self, state: ShapeState, n_new: int, reused: int, failures: int, probs: dict) -> None:
-        best = state.best
-        top = ", ".join(f"{a} {p:.2f}" for a, p in sorted(probs.items(), key=lambda t: -t[1])[:3])
-        busy = self.utilisation()
-        self.log(f"{state.name} round {state.rounds - 1}: {n_new} new, {reused} reused, {failures} failed; "
-                 f"{state.evaluations}/{state.allocation.get('evaluations') or '-'} evaluations; best "
-                 + (f"{best.time_us:.2f} us ({state.speedup:.3f}x vs best vendor)" if best and state.speedup
-                    else f"{best.time_us:.2f} us" if best else "none")
-                 + (f"; p: {top}" if top else "")
-                 + (f"; GPU busy {100 * busy['gpu_busy_fraction']:.0f}% of {busy['wall_seconds']:.0f} s"
-                    f" ({busy['gpu_seconds_during_builds']:.1f} s of it while nvcc builds ran)"
-                    if busy and "gpu_busy_fraction" in busy else ""))
-        if busy:
-            self.db.set_meta({"utilisation": busy})
-
-    def utilisation(self) -> "dict[str, Any] | None":
-        """This session's throughput: builds (count, nvcc-seconds, per minute, queue depth) whenever
-        the evaluator reports them, and GPU busy time against wall time since the engine started
-        (overall, and per GPU actor on Ray) when it times on GPUs. None for an evaluator that
-        reports nothing (e.g. the plain simulator)."""
-        stats = getattr(self._evaluator, "stats", None)
-        if stats is None:
-            return None
-        s = stats()
-        wall = max(1e-9, time.monotonic() - self._started)
-        out: dict[str, Any] = {"wall_seconds": round(wall, 3), "builds": int(s.get("builds", 0)),
-                               "build_seconds": round(float(s.get("build_seconds", 0.0)), 3)}
-        for key in ("builds_per_minute", "build_queue_depth", "runner_queue_depth", "gpu_actors"):
-            if key in s:
-                out[key] = s[key]
-        if not self.simulated:
-            busy = float(s.get("gpu_busy_seconds", 0.0))
-            gpus = max(1, int(s.get("gpu_actors", 1) or 1))
-            out.update(gpu_busy_seconds=round(busy, 3), gpu_busy_fraction=round(min(1.0, busy / (wall * gpus)), 4),
-                       gpu_seconds_during_builds=round(float(s.get("gpu_seconds_during_builds", 0.0)), 3))
-            if "gpu_busy_by_actor" in s:
-                out["gpu_busy_by_actor"] = s["gpu_busy_by_actor"]
-        return out
-
-    # -- progress ---------------------------------------------------------------------------------
-    def snapshot(self) -> list[dict[str, Any]]:
-        out = []
-        for problem in self.problems:
-            st = self.states.get(problem.name)
-            policy = getattr(st.strategy, "policy", None) if st else None
-            best = st.best if st else None
-            bv = st.baselines.best("device") if st and st.baselines else None
-            out.append({
-                "shape": problem.name,
-                "status": st.status if st else "pending",
-                "evaluations": st.evaluations if st else 0,
-                "budget": st.allocation.get("evaluations") if st else None,
-                "best_us": best.time_us if best else None,
-                "vendor": bv[0] if bv else None,
-                "vendor_us": bv[1] if bv else None,
-                "speedup": st.speedup if st else None,
-                "probabilities": dict(policy.probabilities()) if policy is not None else {},
-                "failures": sum(st.failures.values()) if st else 0,
-                "reason": st.done_reason if st else None,
-                "replayed": st.replayed if st else 0,
-            })
-        return out
-
-    def _refresh(self) -> None:
-        if self.progress is not None:
-            with self._ui_lock:
-                self.progress.update(self.snapshot(), simulated=self.simulated, evaluator=self.evaluator_description)
-
-    def _locked_log(self, line: str) -> None:
-        with self._ui_lock:
-            self._log(line)
-
-
-def _baseline_times(state: ShapeState) -> dict[str, float]:
-    """Each vendor baseline's device time on the shape (us), for prompts."""
-    bs = state.baselines
-    return {name: t.median_us for name, t in (bs.device.items() if bs else ()) if t and t.median_us}
-
-
-def _file_order(genome: Genome) -> float:
-    """Every hand-picked seed ranks the same: the files' own order stands (population.seed_order: file)."""
-    return 0.0

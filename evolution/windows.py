@@ -52,6 +52,9 @@ def run_windowed(engine: Any, window: int, lanes: int) -> None:
         except BaseException as exc:
             error = exc
             engine.stopping.set()
+            if running:
+                engine.log(f"stopping ({type(exc).__name__}): the {len(running)} shape(s) in flight stop after their "
+                           "current round (what they measured is kept; `resume` goes on from there)")
         if error is not None:
             for future in list(running):
                 try:
