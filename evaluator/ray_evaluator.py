@@ -12,6 +12,9 @@ Each shape is timed on one GPU actor (its baselines and its kernels on the same 
 searches up to `population.shapes_in_flight` shapes side by side, spread over the actors by lane
 (`lanes`, `assign`: evolution/windows.py); shapes on one actor take turns on its GPU (an actor runs
 one call at a time). Shapes the engine has not assigned go to the actors in the order first seen.
+A GPU actor that dies costs only the call it held: Ray restarts it once and the call is made again
+there (with the shape's paired reference set again); if it dies again, the next actor takes the
+shape (`actor_failures` in stats counts the calls lost).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from genome import Genome, Problem
 from templates import FamilyRegistry, family_registry
@@ -31,6 +34,8 @@ from .ray_builder import ENTRY_FILES, RayBuilder, import_ray, publish
 from .simulator import SimulatedEvaluator
 
 RUNNERS = ("auto", "simulator", "gpu")
+ACTOR_ATTEMPTS = 3  # a call on a GPU actor: the actor, the actor restarted by Ray, then the next actor
+RESTART_WAIT_S = 120.0  # how long a call waits for Ray to restart its actor
 SIM_OPTIONS = ("calibration", "device", "noise", "seed")
 GPU_OPTIONS = ("seed", "timing", "modes", "baselines", "silence_timeout_s", "paired", "log_dir")
 
@@ -142,6 +147,9 @@ class RayEvaluator:
         self._shipped: list[set[str]] = []
         self._actor_of: dict[str, int] = {}
         self._assign_lock = threading.Lock()
+        self._reference_args: dict[str, "BaselineSet | None"] = {}  # shape -> what set_reference was given
+        self._reference_on: dict[str, set[int]] = {}  # shape -> actors that hold its reference now
+        self.actor_failures: list[dict] = []  # calls lost with a dying actor (each made again)
         if self.simulated:
             self.sim = SimulatedEvaluator(families=self.families, **{k: v for k, v in options.items()
                                                                      if k in SIM_OPTIONS})
@@ -194,7 +202,58 @@ class RayEvaluator:
         return out
 
     def _call(self, problem: Problem, method: str, *args: Any) -> Any:
-        return self.ray.get(getattr(self.actors[self._actor(problem)], method).remote(*args))
+        return self._on_actor(problem, method, [], lambda files: args)
+
+    def _on_actor(self, problem: Problem, method: str, builds: Sequence[BuildResult],
+                  make_args: Callable[[dict], Sequence[Any]]) -> Any:
+        """Call `method` on the shape's GPU actor, with `make_args(files)` (the cache entries of
+        `builds` that actor has not been sent). An actor that dies costs only the call it held: the
+        call is made again on the restarted actor (Ray restarts it once), then on the next actor,
+        with the shape's paired reference set there first."""
+        error: "BaseException | None" = None
+        lost = 0
+        waiting_since: "float | None" = None
+        while True:
+            index = self._actor(problem)
+            try:
+                self._ensure_reference(problem, index, method)
+                files = self._files(index, builds)
+                return self.ray.get(getattr(self.actors[index], method).remote(*make_args(files)))
+            except self.ray.exceptions.RayActorError as exc:
+                error = exc
+                restarting = isinstance(exc, self.ray.exceptions.ActorUnavailableError)
+                if restarting and waiting_since is not None and time.monotonic() - waiting_since < RESTART_WAIT_S:
+                    time.sleep(0.5)  # Ray is restarting the actor: ask it again
+                    continue
+                self._actor_lost(problem, index, lost, exc)
+                lost += 1
+                if lost >= ACTOR_ATTEMPTS:
+                    break
+                waiting_since = time.monotonic()
+        first = str(error).strip().splitlines()[0][:300] if error is not None and str(error).strip() else ""
+        raise RuntimeError(f"{problem.name}: {method} lost {lost} times with a dying GPU actor; the last: "
+                           f"{type(error).__name__}: {first}")
+
+    def _ensure_reference(self, problem: Problem, index: int, method: str) -> None:
+        """A restarted or new actor does not know the shape's paired reference: set it again."""
+        if method == "set_reference" or problem.name not in self._reference_args:
+            return
+        with self._assign_lock:
+            known = index in self._reference_on.setdefault(problem.name, set())
+        if not known:
+            self.ray.get(self.actors[index].set_reference.remote(problem, self._reference_args[problem.name]))
+            with self._assign_lock:
+                self._reference_on[problem.name].add(index)
+
+    def _actor_lost(self, problem: Problem, index: int, attempt: int, exc: BaseException) -> None:
+        with self._assign_lock:
+            self.actor_failures.append({"shape": problem.name, "actor": index, "attempt": attempt,
+                                        "error": f"{type(exc).__name__}: {str(exc).strip()[:200]}"})
+            self._shipped[index].clear()  # a restarted actor may have lost what it was sent
+            for known in self._reference_on.values():
+                known.discard(index)
+            if attempt >= 1 and len(self.actors) > 1:  # restarted and failed again: another actor takes the shape
+                self._actor_of[problem.name] = (index + 1) % len(self.actors)
 
     # -- the Evaluator protocol ---------------------------------------------------------------------
     def describe(self) -> str:
@@ -209,7 +268,13 @@ class RayEvaluator:
         return self._call(problem, "baselines", problem)
 
     def set_reference(self, problem: Problem, baselines: "BaselineSet | None") -> "str | None":
-        return None if self.sim is not None else self._call(problem, "set_reference", problem, baselines)
+        if self.sim is not None:
+            return None
+        name = self._call(problem, "set_reference", problem, baselines)
+        with self._assign_lock:
+            self._reference_args[problem.name] = baselines
+            self._reference_on[problem.name] = {self._actor_of[problem.name]}
+        return name
 
     def device_facts(self) -> dict:
         return self.sim.device_facts() if self.sim is not None else self.ray.get(self.actors[0].device_facts.remote())
@@ -228,9 +293,7 @@ class RayEvaluator:
 
     def run(self, problem: Problem, items: Sequence[tuple[Genome, BuildResult]]) -> "tuple[list[Measurement], float]":
         """The Runner with GPU actors: the shape's actor gates and times the built kernels."""
-        index = self._actor(problem)
-        files = self._files(index, [b for _, b in items])
-        return self.ray.get(self.actors[index].run.remote(problem, list(items), files))
+        return self._on_actor(problem, "run", [b for _, b in items], lambda files: (problem, list(items), files))
 
     def evaluate(self, genomes: Sequence[Genome], problem: Problem, builds: "Sequence[BuildResult] | None" = None,
                  with_baselines: bool = False, aa: bool = False) -> Any:
@@ -240,15 +303,11 @@ class RayEvaluator:
             return self.pipeline.evaluate(genomes, problem)
         by_id = {b.genome_id: b for b in (builds if builds is not None else self.build(genomes))}
         ready = [(g, by_id[g.id]) for g in genomes if g.id in by_id]
-        index = self._actor(problem)
-        files = self._files(index, [b for _, b in ready])
-        return self.ray.get(self.actors[index].evaluate_built.remote(
+        return self._on_actor(problem, "evaluate_built", [b for _, b in ready], lambda files: (
             [g for g, _ in ready], problem, [b for _, b in ready], files, with_baselines, aa))
 
     def focused_pair(self, problem: Problem, genome: Genome, build: BuildResult, vendor: str) -> dict:
-        index = self._actor(problem)
-        return self.ray.get(self.actors[index].focused_pair.remote(problem, genome, build,
-                                                                   self._files(index, [build]), vendor))
+        return self._on_actor(problem, "focused_pair", [build], lambda files: (problem, genome, build, files, vendor))
 
     def stats(self) -> dict:
         """Throughput: builds per minute, build queue depth, where builds ran; with GPU actors the GPU
@@ -257,14 +316,20 @@ class RayEvaluator:
         `gpu_seconds_during_builds` is a part of it); each actor's own figure is beside it."""
         out = {**self.pipeline.stats.to_dict(), **self.builder.to_dict()}
         if self.actors:
-            per = self.ray.get([a.stats.remote() for a in self.actors])
+            per = [self._actor_stats(a) for a in self.actors]
             wall = max(1e-9, time.monotonic() - self._started)
             busy = float(out.get("gpu_busy_seconds", 0.0))
-            out.update(gpu_actors=len(self.actors),
+            out.update(gpu_actors=len(self.actors), actor_failures=len(self.actor_failures),
                        gpu_busy_fraction=round(min(1.0, busy / (wall * len(self.actors))), 4),
                        actor_busy_seconds=sum(float(s.get("gpu_busy_seconds", 0.0)) for s in per),
                        gpu_busy_by_actor=[round(float(s.get("gpu_busy_seconds", 0.0)), 3) for s in per])
         return out
+
+    def _actor_stats(self, actor: Any) -> dict:
+        try:
+            return self.ray.get(actor.stats.remote())
+        except self.ray.exceptions.RayActorError:  # dead for good: its figures went with it
+            return {}
 
     def close(self) -> None:
         self.builder.close()

@@ -40,7 +40,7 @@ class EngineViews:
         wall = max(1e-9, time.monotonic() - self._started)
         out: dict[str, Any] = {"wall_seconds": round(wall, 3), "builds": int(s.get("builds", 0)),
                                "build_seconds": round(float(s.get("build_seconds", 0.0)), 3)}
-        for key in ("builds_per_minute", "build_queue_depth", "runner_queue_depth", "gpu_actors"):
+        for key in ("builds_per_minute", "build_queue_depth", "runner_queue_depth", "gpu_actors", "actor_failures"):
             if key in s:
                 out[key] = s[key]
         if not self.simulated:

@@ -247,6 +247,8 @@ def utilisation_text(u: "Mapping[str, Any] | None") -> "str | None":
               if u.get(key) is not None]
     if queues:
         parts.append("queue depths at the last round: " + ", ".join(queues))
+    if u.get("actor_failures"):
+        parts.append(f"{int(u['actor_failures'])} GPU-actor call(s) lost with a dying actor and made again")
     return "; ".join(parts) or None
 
 

@@ -77,3 +77,51 @@ def test_two_gpu_actors_search_two_shapes_at_once_like_one_actor_in_turn(two_gpu
     a, b = shape_fingerprint(one), shape_fingerprint(two)
     assert len(a["evaluated"]) == 4 * 12 and any(row[2] == "ok" for row in a["evaluated"])
     assert a == b
+
+
+class CrashingGpu(FakeGpu):
+    """A FakeGpu whose actor process dies in `run` while the count in the file `crashes` (beside
+    its cache) is above zero; each death takes one off the count first."""
+
+    def run(self, problem, items):
+        counter = self.cache_dir.parent / "crashes"
+        left = int(counter.read_text()) if counter.exists() else 0
+        if left > 0:
+            counter.write_text(str(left - 1))
+            os._exit(1)
+        return super().run(problem, items)
+
+
+def _crash_campaign(tmp_path: Path, nvcc: Path, name: str, gpus: int, crashes: int) -> "tuple[Path, dict]":
+    from evaluator.ray_evaluator import RayEvaluator
+    from experiments.campaign import create_campaign, run_campaign
+    from experiments.schema import parse_campaign
+
+    class Silent:
+        def update(self, rows, simulated=None, evaluator=None):
+            pass
+
+    data = small_config(shapes=SHAPES[:2], budget={"evaluations_per_shape": 8})  # shapes in turn
+    folder = tmp_path / name
+    create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
+    (folder / "crashes").write_text(str(crashes))
+    ev = RayEvaluator(runner="gpu", gpus=gpus, compiler=compiler(nvcc, folder / "kernels"),
+                      worker_cache_dir=folder / "worker", gpu_cache_dir=folder / "gpu",
+                      gpu_class=CrashingGpu, build_memory_gb=0.2, actor_cpus=0)
+    try:
+        run_campaign(folder, evaluator=ev, progress=Silent())
+        stats, failures = ev.stats(), list(ev.actor_failures)
+    finally:
+        ev.close()
+    assert (folder / "crashes").read_text() == "0"
+    return folder, {"stats": stats, "failures": failures}
+
+
+def test_a_gpu_actor_that_dies_costs_only_its_call_which_is_made_again(two_gpus, tmp_path):
+    calm, _ = _crash_campaign(tmp_path, two_gpus, "calm", 1, 0)
+    once, seen = _crash_campaign(tmp_path, two_gpus, "once", 1, 1)       # Ray restarts the actor: same actor again
+    assert [f["attempt"] for f in seen["failures"]] == [0] and seen["stats"]["actor_failures"] == 1
+    assert shape_fingerprint(once) == shape_fingerprint(calm)
+    gone, seen = _crash_campaign(tmp_path, two_gpus, "gone", 2, 2)       # dies again after its restart: for good
+    assert [(f["actor"], f["attempt"]) for f in seen["failures"]] == [(0, 0), (0, 1)]
+    assert shape_fingerprint(gone) == shape_fingerprint(calm)              # the other actor took the shape

@@ -61,3 +61,8 @@ def test_status_and_report_show_the_throughput():
     assert "11.6 builds/min" in out.getvalue() and "per GPU 25%, 14%" in out.getvalue()
     assert "builds/min" not in render_report(_status(BASE)) and "nvcc-seconds" in render_report(_status(BASE))
     assert "nvcc-seconds" not in render_report(_status(None))
+
+
+def test_lost_actor_calls_are_counted_when_there_were_any():
+    assert "2 GPU-actor call(s) lost" in utilisation_text({"builds": 1, "actor_failures": 2})
+    assert "lost" not in utilisation_text({"builds": 1, "actor_failures": 0})
