@@ -113,6 +113,8 @@ class Engine(StrategyFactory, EngineViews):
             if workers > 1 else None
         self._failures_saved: dict[str, int] = {}  # shape -> operator failures stored so far
         self.llm = make_gateway(config, db, self.plugins.providers)
+        if self.llm is not None:
+            self.llm.on_note = self.log
         self._started = time.monotonic()
 
     # -- setup ------------------------------------------------------------------------------------

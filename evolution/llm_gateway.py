@@ -1,7 +1,7 @@
 """The campaign's door to its LLM providers.
 
-Every call is recorded in the campaign database before its answer is used, keyed by (model,
-messages, how many times this exact request was made before in this campaign). A resumed
+Every call is recorded in the campaign database before its answer is used. An unscoped call is
+keyed by (model, messages, how many times this exact request was made before in this campaign). A resumed
 campaign re-runs its search from the seed, so it makes the same requests in the same order: each
 is answered from the record, and no paid call is repeated, also for models whose answers are not
 deterministic. Failed calls are recorded too (and replayed as the same failure).
@@ -10,8 +10,12 @@ Operators run on the engine's operator threads, several at once: the gateway kee
 connection to the campaign database per thread (SQLite in WAL mode takes them side by side). Calls
 made side by side could meet the same request in an order that depends on thread timing, so the
 engine gives each operator call its own `scoped(scope)` view (scope: the call's seed, drawn from
-the campaign's random generator): occurrences are then counted per scope, and a resumed campaign
-finds every answer under the same key whatever order its threads run in.
+the campaign's random generator): a scoped request is keyed by its place, (model, scope, how many
+requests to that model the scope made before), not by its text, so a resumed campaign finds every
+answer under the same key whatever order its threads run in, also when the prompts changed since
+(new code, a new template): the recorded answer is served, the change is noted once in the log and
+counted (`prompt_changes`), and nothing is paid again. Calls recorded before this keying (by
+request text and scope) are still found.
 
 Tokens: before a call, the request's worst case (its prompt at ~1 token per 3 characters, plus
 `max_tokens`) is reserved against the campaign's `llm_tokens` budget, together with what the calls
@@ -22,9 +26,10 @@ reported.
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from llm_mutators.chat import ChatResult, ProviderError, check_messages, messages_key
 
@@ -50,6 +55,8 @@ class LlmGateway:
         self._seen: dict[str, int] = {}
         self._reserved = 0                        # tokens reserved by the calls in flight
         self._lock = threading.Lock()
+        self.prompt_changes = 0                   # recorded answers served to a request whose text changed
+        self.on_note: "Callable[[str], None] | None" = None
 
     @property
     def db(self) -> CampaignDB:
@@ -76,6 +83,21 @@ class LlmGateway:
                                               f"{', '.join(sorted(self.providers)) or '(none)'}")
         return self.providers[model]
 
+    def _next_key(self, counter: str) -> str:
+        with self._lock:
+            n = self._seen.get(counter, 0)
+            self._seen[counter] = n + 1
+        return f"{counter}:{n}"
+
+    def _prompt_changed(self, model: str) -> None:
+        with self._lock:
+            self.prompt_changes += 1
+            first = self.prompt_changes == 1
+        if first and self.on_note is not None:
+            self.on_note(f"LLM requests differ from the ones recorded (model {model}; the prompts or the code that "
+                         "writes them changed since): each is answered from its record, as recorded, and no call "
+                         "is made again; `prompt_changes` counts them")
+
     def scoped(self, scope: str) -> "ScopedGateway":
         """A view of the gateway for one operator call: its requests are counted within `scope`,
         and the keys of its calls are kept (`keys`)."""
@@ -86,14 +108,19 @@ class LlmGateway:
                  keys: "list[str] | None" = None) -> GatewayResult:
         msgs = check_messages(messages)
         base = messages_key(model, msgs)
-        counter = base if scope is None else f"{base}:{scope}"
-        with self._lock:
-            n = self._seen.get(counter, 0)
-            self._seen[counter] = n + 1
-        key = f"{counter}:{n}"
+        if scope is None:
+            key = self._next_key(base)
+            stored = self.db.llm_call(key)
+        else:  # the scope's n-th request to this model, whatever its text (see the module docstring)
+            key, legacy = self._next_key(f"{model}|{scope}"), self._next_key(f"{base}:{scope}")
+            stored = self.db.llm_call(key)
+            if stored is None:
+                stored = self.db.llm_call(legacy)  # recorded before requests were keyed by their place
+                key = legacy if stored is not None else key
+            if stored is not None and messages_key(stored["model"], json.loads(stored["messages"])) != base:
+                self._prompt_changed(model)
         if keys is not None:
             keys.append(key)
-        stored = self.db.llm_call(key)
         if stored is not None:
             if stored["status"] != "ok":
                 raise ProviderError(stored["status"], f"{stored['error']} (recorded)")

