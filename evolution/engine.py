@@ -394,6 +394,9 @@ class Engine(StrategyFactory, EngineViews):
                 state.reused += 1
             state.strategy.tell(off, m)
         self._save_operator_failures(state)
+        spent = getattr(state.strategy, "llm_tokens", None)
+        if spent is not None:  # every request's tokens, once per call; else the children's (journal)
+            state.tokens = int(spent)
         admit(state, new_ok, lambda: self.evaluator, self.db, self.log, confirm=not self.simulated)
         state.rounds += 1
         state.stall = 0 if n_new else state.stall + 1

@@ -140,6 +140,7 @@ class EvolutionStrategy(OperatorCalls):
         self.fix_attempts: dict[str, int] = {}           # failed genome id -> times handed to a fix operator
         self.queued: list[Offspring] = []               # extra children of earlier calls, handed out first
         self.llm_budget_spent = False                    # a call was refused by the token budget
+        self.llm_tokens = 0                              # tokens of every LLM request of this shape (proposals.py)
         self.rewards: list[tuple[str, float]] = []
         self.events: list[str] = []                      # drained by the engine into the log
         self._cursor = 0                                 # next island to breed on

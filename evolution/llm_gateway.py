@@ -159,11 +159,14 @@ class ScopedGateway:
     def __init__(self, gateway: LlmGateway, scope: str):
         self.gateway, self.scope = gateway, scope
         self.keys: list[str] = []
+        self.tokens = 0  # what the call's requests used (retries included), whatever came of them
 
     def __call__(self, model: str, messages: Sequence[Mapping[str, str]], max_tokens: int = 1024,
                  temperature: float = 0.7) -> GatewayResult:
-        return self.gateway(model, messages, max_tokens=max_tokens, temperature=temperature, scope=self.scope,
-                            keys=self.keys)
+        result = self.gateway(model, messages, max_tokens=max_tokens, temperature=temperature, scope=self.scope,
+                              keys=self.keys)
+        self.tokens += int(result.tokens)
+        return result
 
 
 def make_gateway(config: Any, db: CampaignDB, registry: Any) -> "LlmGateway | None":

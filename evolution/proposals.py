@@ -107,8 +107,10 @@ class OperatorCalls:
         return kept
 
     def _settle(self, call: _Call) -> list[Offspring]:
-        """The call's new children (registered as proposed), or its failure credited to its arm."""
+        """The call's new children (registered as proposed), or its failure credited to its arm. The
+        tokens its requests used count for the shape, once per call, whether or not a child came."""
         arm, exc = call.arm, call.error
+        self.llm_tokens += int(getattr(call.ctx.llm, "tokens", 0) or 0)
         if isinstance(exc, InvalidGenome):
             return []
         if exc is not None:

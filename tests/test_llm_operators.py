@@ -135,6 +135,29 @@ def test_the_token_budget_is_reserved_before_each_call_and_never_overshot(tmp_pa
     assert arm["mean_reward"] >= 0, arm
 
 
+def test_a_shapes_token_count_is_every_request_also_those_that_gave_no_child(tmp_path):
+    """The tokens a shape has used (what its share of `llm_tokens` is checked against) are those of
+    all its requests, the garbage answers' too, each call once: not only the adopted children's."""
+    good = {"content": json.dumps({"params": {"swizzle": 2}, "reason": "r"}), "prompt_tokens": 300,
+            "completion_tokens": 20}
+    bad = {"content": "no json here, sorry", "prompt_tokens": 400, "completion_tokens": 50}
+    with ScriptedServer([good, bad, bad, good, bad]) as server:
+        data = _config(server, shapes=["1024x1024x1024", "2048x1024x1024"],
+                       budget={"evaluations_per_shape": 30, "llm_tokens": 10 ** 7})
+        result = _run(tmp_path / "c", data)
+    conn = sqlite3.connect(str(tmp_path / "c" / "campaign.db"))
+    tokens = dict(conn.execute("SELECT key, tokens FROM llm_calls").fetchall())
+    failed = conn.execute("SELECT problem, llm_calls FROM operator_failures").fetchall()
+    adopted = conn.execute("SELECT problem, meta FROM proposals WHERE operator='llm_param'").fetchall()
+    conn.close()
+    for shape, state in result.states.items():
+        failed_keys = {k for p, calls in failed if p == shape for k in json.loads(calls)}
+        child_keys = {json.loads(meta).get("llm_call") for p, meta in adopted if p == shape} - {None}
+        assert failed_keys and child_keys, shape
+        assert state.tokens == sum(tokens[k] for k in failed_keys | child_keys), shape
+        assert state.tokens > sum(tokens[k] for k in child_keys)   # what counting children alone gave
+
+
 def test_an_llm_operator_without_a_model_is_refused_by_validation(tmp_path):
     data = small_config(operators=[{"name": "llm_param"}])
     with pytest.raises(ValueError, match=r"operators\[0\].*needs `model:`"):
