@@ -22,12 +22,15 @@ def evaluator(tmp_path_factory):
     ev.close()
 
 
+SEEDS = ["coop_128x256x64_c2x1", "pp_64x256x64_c1x2", "coop_128x208x64_sk", "pp_128x128x64_c1x1"]
+
+
 def genomes(names):
     return [Genome.load(REPO / "templates" / "sm90_cutlass" / "seeds" / f"{n}.json") for n in names]
 
 
 def test_kernels_match_fp32_reference_on_three_shapes(evaluator):
-    gs = genomes(["coop_128x256x64_c2x1", "pp_64x256x64_c1x2", "coop_128x208x64_sk", "pp_128x128x64_c1x1"])
+    gs = genomes(SEEDS)
     for shape in ("1000x1000x1000", "256x4096x256", "2048x2048x2048"):
         problem = Problem.parse(shape)
         results = evaluator.evaluate(gs, problem)

@@ -1,0 +1,62 @@
+"""Build every kernel the `gpu` tests use, all at once, into the kernel cache (EVOGEMM_CACHE, or
+the default), so that `pytest -m gpu` on a fresh GPU machine spends one parallel build wave
+instead of one wave per test. Not a test: run `python tests/gpu_prebuild.py [--jobs N]` before
+`pytest -m gpu` (the tests then find their kernels in the cache). Needs nvcc, no GPU."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from genome import Genome, Problem  # noqa: E402
+from templates import family_registry  # noqa: E402
+
+
+def gpu_test_genomes() -> list[Genome]:
+    """The union of the kernels test_gpu.py, test_gpu_families.py, test_gpu_abi_host_path.py and
+    test_gpu_export.py build (planted kernels included), each once."""
+    import planted
+    import test_gpu
+    import test_gpu_abi_host_path
+    import test_gpu_families
+    fams = family_registry()
+    out: dict[str, Genome] = {}
+    for family, shape in test_gpu_families.FAMILY_SHAPES:
+        fam, problem = fams.resolve(family), Problem.parse(shape)
+        out.update((g.id, g) for _, g in fam.seeds() if fam.space.is_valid(g, problem))
+    out.update((g.id, g) for g in test_gpu.genomes(test_gpu.SEEDS))
+    for case in test_gpu_abi_host_path.CASES:
+        g = dict(fams.resolve(case.family).seeds())[case.seed]
+        out[g.id] = g
+    splitk, problem = fams.resolve("sm90_splitk"), Problem.parse("64x64x4096")  # test_gpu_export's campaign
+    out.update((g.id, g) for _, g in splitk.seeds() if splitk.space.is_valid(g, problem))
+    for g in (planted.base_genome(), planted.planted("oob"), planted.planted("hang"), planted.fp16_accumulating()):
+        out[g.id] = g
+    return list(out.values())
+
+
+def main(argv: "list[str] | None" = None) -> int:
+    from evaluator.compile import Compiler
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--jobs", type=int, default=None, help="parallel nvcc builds (default: the compiler's)")
+    ap.add_argument("--cache", default=None, help="kernel cache folder (default: EVOGEMM_CACHE or the default)")
+    args = ap.parse_args(argv)
+    genomes = gpu_test_genomes()
+    compiler = Compiler.default(args.cache, jobs=args.jobs) if args.jobs else Compiler.default(args.cache)
+    t0 = time.monotonic()
+    print(f"building {len(genomes)} kernels into {compiler.cache_dir} ({compiler.pool_size()} at a time)", flush=True)
+    results = compiler.build_many(genomes)
+    failed = [(g.family, g.short(), r.reason) for g, r in zip(genomes, results) if not r.ok]
+    print(f"{len(results) - len(failed)} built or cached, {len(failed)} failed, {time.monotonic() - t0:.0f} s")
+    for row in failed:
+        print("FAILED", *row)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
