@@ -273,7 +273,9 @@ class Compiler:
         cmd = [self.tools.nvcc, *self.flags(kernel.family), str(src), "-o", str(lib)]
         start = time.monotonic()
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout_s, cwd=work)
+            # its own session: a Ctrl-C at the terminal stops the campaign, not the builds in flight
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout_s, cwd=work,
+                                  start_new_session=True)
             output, returncode = proc.stdout + proc.stderr, proc.returncode
         except subprocess.TimeoutExpired as exc:
             seconds = time.monotonic() - start
@@ -285,6 +287,11 @@ class Compiler:
         except OSError as exc:
             raise ToolchainError(f"cannot run nvcc ({self.tools.nvcc}): {exc}") from exc
         seconds = time.monotonic() - start
+        if returncode < 0:  # killed by a signal (the OOM killer, a shutdown): says nothing of the kernel
+            shutil.rmtree(work, ignore_errors=True)  # not cached: the next build of this key tries again
+            return BuildResult(kernel.genome.id, key, ok=False, seconds=round(seconds, 2),
+                               reason=f"nvcc was killed by signal {-returncode} (out of memory?): not a compile error",
+                               excerpt=log_excerpt(output) if output else None)
         log.write_text(" ".join(cmd) + "\n\n" + output)
         report = parse_ptxas(output)
         reason = None

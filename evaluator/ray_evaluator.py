@@ -98,7 +98,7 @@ class GpuHost:
         (_, local), = self._local([(genome, build)], files)
         return self.ev.focused_pair(problem, genome, local, vendor)
 
-    def stats(self) -> dict:
+    def stats(self, fresh: bool = False) -> dict:
         return self.ev.stats()
 
     def close(self) -> None:
@@ -150,6 +150,9 @@ class RayEvaluator:
         self._reference_args: dict[str, "BaselineSet | None"] = {}  # shape -> what set_reference was given
         self._reference_on: dict[str, set[int]] = {}  # shape -> actors that hold its reference now
         self.actor_failures: list[dict] = []  # calls lost with a dying actor (each made again)
+        self._dead: set[int] = set()  # actors that died after their restart
+        self._stats_refs: dict[int, Any] = {}  # actor -> its stats call in flight
+        self._actor_figures: dict[int, dict] = {}  # actor -> the last stats it reported
         if self.simulated:
             self.sim = SimulatedEvaluator(families=self.families, **{k: v for k, v in options.items()
                                                                      if k in SIM_OPTIONS})
@@ -166,6 +169,7 @@ class RayEvaluator:
             self.actors = [actor_cls.remote(actor_cache, gpu_opts, self.families, gpu_class)
                            for _ in range(max(1, n_gpus))]
             self._shipped = [set() for _ in self.actors]
+            self._submit_locks = [threading.Lock() for _ in self.actors]
             runner_obj = self
         self.pipeline = BuildRunPipeline(self.builder, runner_obj, self._check)
         self._started = time.monotonic()
@@ -177,15 +181,24 @@ class RayEvaluator:
     lanes = 64
 
     def assign(self, problem: Problem, lane: int) -> None:
-        """The engine runs `problem` on lane `lane`: its baselines and kernels go to that GPU actor."""
+        """The engine runs `problem` on lane `lane`: its baselines and kernels go to that GPU actor
+        (the next live one, when that actor died for good)."""
         if self.actors:
             with self._assign_lock:
-                self._actor_of[problem.name] = lane % len(self.actors)
+                self._actor_of[problem.name] = self._alive(lane % len(self.actors))
+
+    def _alive(self, index: int) -> int:
+        """`index`, or the next actor that has not died for good (caller holds _assign_lock)."""
+        for step in range(len(self.actors)):
+            candidate = (index + step) % len(self.actors)
+            if candidate not in self._dead:
+                return candidate
+        return index  # every actor died: the call fails and says so
 
     def _actor(self, problem: Problem) -> int:
         with self._assign_lock:
             if problem.name not in self._actor_of:
-                self._actor_of[problem.name] = len(self._actor_of) % len(self.actors)
+                self._actor_of[problem.name] = self._alive(len(self._actor_of) % len(self.actors))
             return self._actor_of[problem.name]
 
     def _files(self, index: int, builds: Sequence[BuildResult]) -> dict[str, dict[str, bytes]]:
@@ -213,16 +226,23 @@ class RayEvaluator:
         error: "BaseException | None" = None
         lost = 0
         waiting_since: "float | None" = None
+        unavailable = getattr(self.ray.exceptions, "ActorUnavailableError", ())  # Ray >= 2.11
         while True:
             index = self._actor(problem)
             try:
-                self._ensure_reference(problem, index, method)
-                files = self._files(index, builds)
-                return self.ray.get(getattr(self.actors[index], method).remote(*make_args(files)))
+                # one submission at a time per actor: the files a call needs are sent with it or with a
+                # call submitted (and so run: an actor runs its caller's calls in order) before it
+                with self._submit_locks[index]:
+                    self._ensure_reference(problem, index, method)
+                    files = self._files(index, builds)
+                    ref = getattr(self.actors[index], method).remote(*make_args(files))
+                return self.ray.get(ref)
             except self.ray.exceptions.RayActorError as exc:
                 error = exc
-                restarting = isinstance(exc, self.ray.exceptions.ActorUnavailableError)
+                restarting = isinstance(exc, unavailable)
                 if restarting and waiting_since is not None and time.monotonic() - waiting_since < RESTART_WAIT_S:
+                    with self._assign_lock:
+                        self._shipped[index].clear()  # what this attempt sent may never have arrived
                     time.sleep(0.5)  # Ray is restarting the actor: ask it again
                     continue
                 self._actor_lost(problem, index, lost, exc)
@@ -252,8 +272,9 @@ class RayEvaluator:
             self._shipped[index].clear()  # a restarted actor may have lost what it was sent
             for known in self._reference_on.values():
                 known.discard(index)
-            if attempt >= 1 and len(self.actors) > 1:  # restarted and failed again: another actor takes the shape
-                self._actor_of[problem.name] = (index + 1) % len(self.actors)
+            if attempt >= 1 and len(self.actors) > 1:  # restarted and failed again: it is gone for good
+                self._dead.add(index)
+                self._actor_of.update({name: self._alive(i) for name, i in self._actor_of.items() if i == index})
 
     # -- the Evaluator protocol ---------------------------------------------------------------------
     def describe(self) -> str:
@@ -309,14 +330,15 @@ class RayEvaluator:
     def focused_pair(self, problem: Problem, genome: Genome, build: BuildResult, vendor: str) -> dict:
         return self._on_actor(problem, "focused_pair", [build], lambda files: (problem, genome, build, files, vendor))
 
-    def stats(self) -> dict:
+    def stats(self, fresh: bool = False) -> dict:
         """Throughput: builds per minute, build queue depth, where builds ran; with GPU actors the GPU
-        busy seconds and the busy fraction over all GPUs since start. `gpu_busy_seconds` is the
+        busy seconds and the busy fraction over all GPUs since start. The actors' own figures are
+        the last they reported (`fresh`: wait for each actor's current figure, behind its queue). `gpu_busy_seconds` is the
         driver pipeline's runner time, as for the single-process backend (so the two compare, and
         `gpu_seconds_during_builds` is a part of it); each actor's own figure is beside it."""
         out = {**self.pipeline.stats.to_dict(), **self.builder.to_dict()}
         if self.actors:
-            per = [self._actor_stats(a) for a in self.actors]
+            per = [self._actor_stats(a) for a in self.actors] if fresh else self._last_actor_stats()
             wall = max(1e-9, time.monotonic() - self._started)
             busy = float(out.get("gpu_busy_seconds", 0.0))
             out.update(gpu_actors=len(self.actors), actor_failures=len(self.actor_failures),
@@ -324,6 +346,22 @@ class RayEvaluator:
                        actor_busy_seconds=sum(float(s.get("gpu_busy_seconds", 0.0)) for s in per),
                        gpu_busy_by_actor=[round(float(s.get("gpu_busy_seconds", 0.0)), 3) for s in per])
         return out
+
+    def _last_actor_stats(self) -> list[dict]:
+        """Each actor's last reported figures, without waiting: a stats call queues behind the
+        actor's timing calls, so it is asked in the background and read once it has answered."""
+        with self._assign_lock:
+            for i, actor in enumerate(self.actors):
+                ref = self._stats_refs.get(i)
+                if ref is not None and self.ray.wait([ref], timeout=0)[0]:
+                    try:
+                        self._actor_figures[i] = self.ray.get(ref)
+                    except self.ray.exceptions.RayActorError:
+                        pass
+                    self._stats_refs.pop(i)
+                if i not in self._stats_refs and i not in self._dead:
+                    self._stats_refs[i] = actor.stats.remote()
+            return [self._actor_figures.get(i, {}) for i in range(len(self.actors))]
 
     def _actor_stats(self, actor: Any) -> dict:
         try:

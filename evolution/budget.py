@@ -40,9 +40,11 @@ class Grants:
         return any(state.grants_taken.get(kind, 0) < len(extra)
                    for kind, extra in self.pending.get(state.name, {}).items())
 
-    def take(self, state: ShapeState, kind: str, seq: "int | None", check_only: bool = False) -> bool:
+    def take(self, state: ShapeState, kind: str, seq: "int | None", check_only: bool = False,
+             recorded_here: bool = False) -> bool:
         """Take the shape's next grant of `kind` if it has one and may take it at proposal `seq`
-        (None: shapes searched side by side, whose grants wait until every shape ran once)."""
+        (None: shapes searched side by side, whose grants wait until every shape ran once, and
+        `recorded_here` says whether the shape's next proposal is in the record)."""
         extra = self.pending.get(state.name, {}).get(kind, [])
         taken = state.grants_taken.get(kind, 0)
         if taken >= len(extra) or state.allocation.get(kind) is None:
@@ -55,7 +57,7 @@ class Grants:
         state.allocation = dict(state.allocation, **{kind: state.allocation[kind] + extra[taken]})
         state.grants_taken[kind] = taken + 1
         row = self.db.shape_row(state.name)
-        if recorded is None and row is not None and row["status"] == "done":
+        if recorded is None and not recorded_here and row is not None and row["status"] == "done":
             self.db.reopen_shape(state.name)  # only past everything recorded
         self.log(f"{state.name}: budget grant {taken + 1} of {len(extra)}: {kind} +{extra[taken]:g} "
                  f"(now {state.allocation[kind]:g})")
@@ -73,7 +75,8 @@ class NoGrants(Grants):
         super().__init__(None, grants.db, grants.log)
         self.pending = grants.pending
 
-    def take(self, state: ShapeState, kind: str, seq: "int | None", check_only: bool = False) -> bool:
+    def take(self, state: ShapeState, kind: str, seq: "int | None", check_only: bool = False,
+             recorded_here: bool = False) -> bool:
         return False
 
 
@@ -94,7 +97,8 @@ def allocation(budget: Any, shapes_left: int, states: Iterable[ShapeState], wall
         share = remaining // left if left > 1 else remaining
         alloc["evaluations"] = share if alloc["evaluations"] is None else min(alloc["evaluations"], share)
     alloc["gpu_seconds"] = None if budget.gpu_seconds is None else max(0.0, budget.gpu_seconds - used_gpu) / left
-    alloc["wall_seconds"] = None if budget.wall_seconds is None else max(0.0, budget.wall_seconds - wall_used) / left
+    used_wall = wall_used + sum(r.get("wall_seconds") or 0.0 for r in reserved)
+    alloc["wall_seconds"] = None if budget.wall_seconds is None else max(0.0, budget.wall_seconds - used_wall) / left
     alloc["llm_tokens"] = None if budget.llm_tokens is None else max(0, budget.llm_tokens - used_tokens) // left
     return alloc
 
@@ -115,10 +119,10 @@ def next_size(state: ShapeState, db: CampaignDB, seq: "int | None", population: 
     n = round_size(state.strategy, population, first)
     while state.allocation.get("evaluations") is not None and \
             state.allocation["evaluations"] - state.evaluations - inflight <= 0:
-        if not grants.take(state, "evaluations", seq):
+        if not grants.take(state, "evaluations", seq, recorded_here=recorded_here):
             return 0, "evaluation budget spent"
     while state.allocation.get("gpu_seconds") is not None and state.gpu_seconds >= state.allocation["gpu_seconds"]:
-        if not grants.take(state, "gpu_seconds", seq):
+        if not grants.take(state, "gpu_seconds", seq, recorded_here=recorded_here):
             return 0, "GPU-time budget spent"
     alloc = state.allocation
     if alloc.get("evaluations") is not None:
@@ -138,10 +142,11 @@ def next_size(state: ShapeState, db: CampaignDB, seq: "int | None", population: 
             return 0, db.shape_row(state.name)["reason"] or "stopped (recorded)"
     row = db.shape_row(state.name)
     if row and row["status"] == "done" and not (row["reason"] == "wall-time budget spent"
-                                                and grants.take(state, "wall_seconds", seq)):
+                                                and grants.take(state, "wall_seconds", seq,
+                                                                recorded_here=recorded_here)):
         return 0, row["reason"] or "stopped (recorded)"
     while state.allocation.get("wall_seconds") is not None and \
             state.wall_seconds() >= state.allocation["wall_seconds"]:
-        if not grants.take(state, "wall_seconds", seq):
+        if not grants.take(state, "wall_seconds", seq, recorded_here=recorded_here):
             return 0, "wall-time budget spent"
     return n, None

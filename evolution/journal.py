@@ -81,7 +81,8 @@ class Journal:
                              "genome": off.genome, "operator": off.operator, "arm": arm, "parent_ids": parents,
                              "note": off.note, "meta": {k: v for k, v in meta.items() if k not in ("island", "arm")}})
             state.proposals += 1
-            state.tokens += int(meta.get("tokens", 0) or 0)
+            if getattr(state.strategy, "llm_tokens", None) is None:  # else the strategy counts every request
+                state.tokens += int(meta.get("tokens", 0) or 0)
             out.append((seq, off))
         self.db.record_proposals(rows)
         return out

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine_helpers import small_config
+from genome import Problem
 from test_ray_backend import FAKE_NVCC, TESTS, FakeGpu, compiler
 from test_shape_window import shape_fingerprint
 
@@ -59,7 +60,7 @@ def _campaign(tmp_path: Path, nvcc: Path, name: str, gpus: int) -> "tuple[Path, 
     try:
         assert ev.lanes >= 2
         run_campaign(folder, evaluator=ev, progress=Silent())
-        stats = ev.stats()
+        stats = ev.stats(fresh=True)
     finally:
         ev.close()
     return folder, stats
@@ -110,7 +111,7 @@ def _crash_campaign(tmp_path: Path, nvcc: Path, name: str, gpus: int, crashes: i
                       gpu_class=CrashingGpu, build_memory_gb=0.2, actor_cpus=0)
     try:
         run_campaign(folder, evaluator=ev, progress=Silent())
-        stats, failures = ev.stats(), list(ev.actor_failures)
+        stats, failures = ev.stats(fresh=True), list(ev.actor_failures)
     finally:
         ev.close()
     assert (folder / "crashes").read_text() == "0"
@@ -125,3 +126,33 @@ def test_a_gpu_actor_that_dies_costs_only_its_call_which_is_made_again(two_gpus,
     gone, seen = _crash_campaign(tmp_path, two_gpus, "gone", 2, 2)       # dies again after its restart: for good
     assert [(f["actor"], f["attempt"]) for f in seen["failures"]] == [(0, 0), (0, 1)]
     assert shape_fingerprint(gone) == shape_fingerprint(calm)              # the other actor took the shape
+
+
+def test_stats_do_not_wait_behind_an_actors_queue(two_gpus, tmp_path):
+    """The engine asks for stats every round: the actors' figures come from a call made in the
+    background (an actor runs one call at a time), so stats() returns at once."""
+    import time as _time
+
+    from evaluator.ray_evaluator import RayEvaluator
+    ev = RayEvaluator(runner="gpu", gpus=1, compiler=compiler(two_gpus, tmp_path / "k"), worker_cache_dir=tmp_path / "w",
+                      gpu_cache_dir=tmp_path / "g", gpu_class=SlowGpu, build_memory_gb=0.2, actor_cpus=0)
+    try:
+        busy = ev.actors[0].baselines.remote(Problem.parse("256x256x256"))   # the actor is busy for 3 s
+        t0 = _time.monotonic()
+        first = ev.stats()
+        assert _time.monotonic() - t0 < 1.0 and first["gpu_busy_by_actor"] == [0.0]
+        ev.ray.get(busy)
+        deadline = _time.monotonic() + 10
+        while ev.stats()["gpu_busy_by_actor"] != [3.0]:   # the background call answered after the sleep
+            assert _time.monotonic() < deadline
+            _time.sleep(0.1)
+    finally:
+        ev.close()
+
+
+class SlowGpu(FakeGpu):
+    def baselines(self, problem):
+        import time as _time
+        _time.sleep(3.0)
+        self.busy += 3.0
+        return super().baselines(problem)

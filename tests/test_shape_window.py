@@ -170,6 +170,17 @@ def test_budget_grants_wait_for_the_first_pass_and_replay(tmp_path):
     assert counts == {shape: 30 for shape in SHAPES} and status == {"done"}
     assert len(ev.calls) == 4 * 6
     state = shape_fingerprint(folder)
+    reopened = _events(folder, "shape_reopened")
+    assert reopened == 4                         # each shape reopened once, by its grant
     again = LaneSim(lanes=2)
     _run(folder, again, mode="resume")
     assert again.calls == [] and shape_fingerprint(folder) == state
+    assert _events(folder, "shape_reopened") == reopened   # a replayed grant reopens nothing
+
+
+def _events(folder: Path, kind: str) -> int:
+    conn = sqlite3.connect(str(folder / "campaign.db"))
+    try:
+        return conn.execute("SELECT COUNT(*) FROM events WHERE kind=?", (kind,)).fetchone()[0]
+    finally:
+        conn.close()
