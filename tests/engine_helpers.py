@@ -186,6 +186,13 @@ def small_config(**over: Any) -> dict[str, Any]:
     return data
 
 
+def halls_of_fame(folder: Path) -> dict[str, list]:
+    """Each shape's hall-of-fame file as (genome id, device median) pairs."""
+    return {path.stem: [(e["genome"]["id"], e["measurement"]["device"]["median_us"])
+                        for e in json.loads(path.read_text())]
+            for path in sorted((folder / "hall_of_fame").glob("*.json"))}
+
+
 def fingerprint(folder: "str | Path") -> dict[str, Any]:
     """Everything a resumed campaign must share with an uninterrupted one."""
     folder = Path(folder)
@@ -200,13 +207,9 @@ def fingerprint(folder: "str | Path") -> dict[str, Any]:
         baselines = conn.execute("SELECT problem, best_name, best_us FROM baselines ORDER BY problem").fetchall()
     finally:
         conn.close()
-    hof = {}
-    for path in sorted((folder / "hall_of_fame").glob("*.json")):
-        hof[path.stem] = [(e["genome"]["id"], e["measurement"]["device"]["median_us"])
-                          for e in json.loads(path.read_text())]
     policy = json.loads((folder / "policy.json").read_text()) if (folder / "policy.json").exists() else None
     return {"evaluated": evaluated, "proposals": proposals, "policy_log": policy_log, "shapes": shapes,
-            "baselines": baselines, "hall_of_fame": hof, "policy": policy,
+            "baselines": baselines, "hall_of_fame": halls_of_fame(folder), "policy": policy,
             "counters": {"evaluations": len(evaluated), "proposals": len(proposals)}}
 
 

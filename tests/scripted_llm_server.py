@@ -17,7 +17,29 @@ from typing import Any, Callable, Sequence, Union
 Entry = Union[dict, Callable[[dict], dict]]
 
 
-class ScriptedServer:
+class LocalHttpServer:
+    """A threading HTTP server on 127.0.0.1 (a free port) for a handler class; a context manager
+    that serves while open. `base_url` is its OpenAI-style /v1 root."""
+
+    def _serve(self, handler: type) -> None:
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class ScriptedServer(LocalHttpServer):
     def __init__(self, script: Sequence[Entry]):
         self.script = list(script)
         self.requests: list[dict[str, Any]] = []
@@ -47,21 +69,7 @@ class ScriptedServer:
                     with server._lock:
                         server.in_flight -= 1
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> "ScriptedServer":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._serve(Handler)
 
     @staticmethod
     def _answer(handler: BaseHTTPRequestHandler, entry: dict, body: dict) -> None:

@@ -33,12 +33,14 @@ import urllib.error
 import urllib.request
 from collections import Counter, defaultdict
 from contextlib import closing
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Sequence
 
 import pytest
 import yaml
+
+from scripted_llm_server import LocalHttpServer
 
 REPO = Path(__file__).resolve().parent.parent
 PROVIDER = "smollm2"                       # the provider's name, and the operators' `model:`
@@ -115,7 +117,7 @@ class LlamaServer:
         self.stop()
 
 
-class CountingProxy:
+class CountingProxy(LocalHttpServer):
     """An HTTP proxy on 127.0.0.1 in front of `upstream` that counts the chat-completion requests
     it forwards (`requests`) and passes answers and HTTP errors through unchanged."""
 
@@ -147,21 +149,7 @@ class CountingProxy:
                 self.end_headers()
                 self.wfile.write(payload)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> "CountingProxy":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._serve(Handler)
 
 
 # -- the campaign ---------------------------------------------------------------------------------

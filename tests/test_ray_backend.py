@@ -11,6 +11,8 @@ Resume after kill -9 on this backend: tests/test_ray_resume.py.
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 import os
 import random
@@ -59,19 +61,18 @@ print("    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads")
 """
 
 
-@pytest.fixture(scope="module")
-def ray_local(tmp_path_factory):
-    """One local Ray instance for the module (starting one takes seconds). Its workers see the
-    fake nvcc (EVOGEMM_NVCC) and can import this test module (PYTHONPATH)."""
+@contextlib.contextmanager
+def local_ray(root: Path, num_gpus: int):
+    """A local Ray instance (2 CPUs, `num_gpus` stand-in GPUs) whose workers see a fake nvcc
+    (EVOGEMM_NVCC, written in `root`, yielded) and can import the test modules (PYTHONPATH)."""
     ray = pytest.importorskip("ray")
-    root = tmp_path_factory.mktemp("ray")
     nvcc = root / "fake-nvcc"
     nvcc.write_text(FAKE_NVCC)
     nvcc.chmod(0o755)
     saved = {k: os.environ.get(k) for k in ("EVOGEMM_NVCC", "PYTHONPATH")}
     os.environ["EVOGEMM_NVCC"] = str(nvcc)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(TESTS), saved["PYTHONPATH"]) if p)
-    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    ray.init(num_cpus=2, num_gpus=num_gpus, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     try:
         yield nvcc
     finally:
@@ -81,6 +82,13 @@ def ray_local(tmp_path_factory):
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@pytest.fixture(scope="module")
+def ray_local(tmp_path_factory):
+    """One local Ray instance for the module (starting one takes seconds)."""
+    with local_ray(tmp_path_factory.mktemp("ray"), num_gpus=1) as nvcc:
+        yield nvcc
 
 
 @pytest.fixture

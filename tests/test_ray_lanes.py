@@ -11,7 +11,7 @@ import pytest
 
 from engine_helpers import small_config
 from genome import Problem
-from test_ray_backend import FAKE_NVCC, TESTS, FakeGpu, compiler
+from test_ray_backend import FakeGpu, compiler, local_ray
 from test_shape_window import shape_fingerprint
 
 SHAPES = ["1024x1024x1024", "2048x1024x1024", "128x4096x4096", "512x512x4096"]
@@ -20,24 +20,8 @@ SHAPES = ["1024x1024x1024", "2048x1024x1024", "128x4096x4096", "512x512x4096"]
 @pytest.fixture(scope="module")
 def two_gpus(tmp_path_factory):
     """A local Ray instance with two (fake) GPUs and the fake nvcc."""
-    ray = pytest.importorskip("ray")
-    root = tmp_path_factory.mktemp("ray2")
-    nvcc = root / "fake-nvcc"
-    nvcc.write_text(FAKE_NVCC)
-    nvcc.chmod(0o755)
-    saved = {k: os.environ.get(k) for k in ("EVOGEMM_NVCC", "PYTHONPATH")}
-    os.environ["EVOGEMM_NVCC"] = str(nvcc)
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(TESTS), saved["PYTHONPATH"]) if p)
-    ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-    try:
+    with local_ray(tmp_path_factory.mktemp("ray2"), num_gpus=2) as nvcc:
         yield nvcc
-    finally:
-        ray.shutdown()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def _campaign(tmp_path: Path, nvcc: Path, name: str, gpus: int) -> "tuple[Path, dict]":

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine_helpers import small_config
+from engine_helpers import halls_of_fame, small_config
 from experiments.campaign import create_campaign, run_campaign
 from experiments.schema import parse_campaign
 from test_resume import Killed, KillSwitch, Silent
@@ -82,11 +82,9 @@ def shape_fingerprint(folder: Path) -> dict:
         shapes = conn.execute("SELECT problem, status, allocation, reason FROM shapes ORDER BY idx").fetchall()
     finally:
         conn.close()
-    hof = {p.stem: [(e["genome"]["id"], e["measurement"]["device"]["median_us"]) for e in json.loads(p.read_text())]
-           for p in sorted((folder / "hall_of_fame").glob("*.json"))}
     policy = json.loads((folder / "policy.json").read_text())
     return {"evaluated": evaluated, "proposals": proposals, "policy_log": policy_log, "shapes": shapes,
-            "hall_of_fame": hof, "final_policy": policy["final"], "policies": policy["shapes"]}
+            "hall_of_fame": halls_of_fame(folder), "final_policy": policy["final"], "policies": policy["shapes"]}
 
 
 def _overlapping(spans) -> bool:
