@@ -1,7 +1,8 @@
 """The campaign database: one SQLite file (stdlib sqlite3, WAL mode) in the campaign folder.
 
 Every row that matters for resume is committed in its own transaction as soon as it is known, so
-a `kill -9` at any moment loses at most the evaluation in flight. Tables:
+a `kill -9` at any moment loses at most the evaluation in flight. Tables (the methods of
+llm_calls, operator_failures and policy_log are in evolution/db_records.py):
 
   meta(key, value)              config (resolved campaign, JSON), seed, schema version, created,
                                 resolved evaluator backend, seed pools (hand-picked genomes,
@@ -54,6 +55,7 @@ from typing import Any, Mapping, Sequence
 from evaluator.api import BaselineSet, Measurement, Timing
 from genome import Genome
 
+from .db_records import SearchRecords, _dumps
 from .db_schema import SCHEMA
 
 SCHEMA_VERSION = 1
@@ -65,15 +67,11 @@ class ReplayMismatch(RuntimeError):
     the code or inputs changed since the campaign was recorded. Resuming would corrupt it."""
 
 
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
-
-
 def _timing(text: "str | None") -> "Timing | None":
     return Timing(**json.loads(text)) if text else None
 
 
-class CampaignDB:
+class CampaignDB(SearchRecords):
     """A campaign's database: one SQLite connection per thread that uses it (see `conn`)."""
 
     FILENAME = "campaign.db"
@@ -357,49 +355,6 @@ class CampaignDB:
         data = json.loads(r["json"])
         return BaselineSet.from_dict(data["baselines"]), [Measurement.from_dict(m) for m in data["measurements"]]
 
-    # -- LLM calls: recorded before their answer is used (evolution/llm_gateway.py) --------------
-    def record_llm_call(self, key: str, model: str, messages: Any, status: str, text: "str | None" = None,
-                        error: "str | None" = None, tokens: int = 0, response: Any = None) -> None:
-        with self._tx():
-            self.conn.execute(
-                "INSERT OR REPLACE INTO llm_calls(key, model, messages, status, text, error, tokens, response, created) "
-                "VALUES (?,?,?,?,?,?,?,?,?)",
-                (key, model, _dumps(list(messages)), status, text, error, int(tokens),
-                 _dumps(response) if response is not None else None, time.time()))
-            self._touch()
-
-    def llm_call(self, key: str) -> "dict | None":
-        r = self.conn.execute("SELECT * FROM llm_calls WHERE key=?", (key,)).fetchone()
-        return dict(r) if r else None
-
-    def llm_tokens_used(self) -> int:
-        return int(self.conn.execute("SELECT COALESCE(SUM(tokens), 0) FROM llm_calls").fetchone()[0])
-
-    # -- operator failures: calls that produced no child, credited to their arm ------------------
-    def record_operator_failures(self, problem: str, start: int, rows: Sequence[Mapping[str, Any]]) -> None:
-        """The shape's operator failures number start, start+1, ...; those already stored (a resume
-        re-generates them) are kept as they are."""
-        if not rows:
-            return
-        now = time.time()
-        with self._tx():
-            for i, row in enumerate(rows, start):
-                self.conn.execute(
-                    "INSERT OR IGNORE INTO operator_failures(problem, idx, arm, kind, error, reason, llm_calls, session, "
-                    "created) VALUES (?,?,?,?,?,?,?,?,?)",
-                    (problem, i, row["arm"], row.get("kind") or "error", row.get("error"), row.get("reason"),
-                     _dumps(list(row.get("llm_calls") or [])), self.session, now))
-            self._touch()
-
-    def operator_failures(self, problem: "str | None" = None) -> list[dict]:
-        sql = "SELECT * FROM operator_failures" + (" WHERE problem=?" if problem else "") + " ORDER BY problem, idx"
-        out = []
-        for r in self.conn.execute(sql, (problem,) if problem else ()):
-            d = dict(r)
-            d["llm_calls"] = json.loads(d["llm_calls"]) if d["llm_calls"] else []
-            out.append(d)
-        return out
-
     # -- confirmations: a second, independent measurement before a genome enters the hall of fame --
     def record_confirmation(self, m: Measurement) -> None:
         with self._tx():
@@ -411,26 +366,6 @@ class CampaignDB:
         r = self.conn.execute("SELECT json FROM confirmations WHERE genome_id=? AND problem=?",
                               (genome_id, problem)).fetchone()
         return Measurement.from_dict(json.loads(r["json"])) if r else None
-
-    # -- policy log --------------------------------------------------------------------------------
-    def log_policy(self, problem: str, round_: int, seq: int, policy: str, probabilities: Mapping[str, float],
-                   stats: Any, state: Any) -> None:
-        with self._tx():
-            self.conn.execute(
-                "INSERT OR IGNORE INTO policy_log(problem, round, seq, policy, probabilities, stats, state, created) "
-                "VALUES (?,?,?,?,?,?,?,?)",
-                (problem, round_, seq, policy, _dumps(dict(probabilities)), _dumps(stats), _dumps(state),
-                 time.time()))
-
-    def policy_log(self, problem: "str | None" = None) -> list[dict]:
-        sql = "SELECT * FROM policy_log" + (" WHERE problem=?" if problem else "") + " ORDER BY seq, round"
-        out = []
-        for r in self.conn.execute(sql, (problem,) if problem else ()):
-            d = dict(r)
-            for key in ("probabilities", "stats", "state"):
-                d[key] = json.loads(d[key]) if d[key] else None
-            out.append(d)
-        return out
 
     # -- events ------------------------------------------------------------------------------------
     def _event(self, kind: str, problem: "str | None", data: Any) -> None:
