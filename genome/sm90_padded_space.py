@@ -2,7 +2,8 @@
 
 The kernel is sm90_cutlass's, with the same parameters and rules; the family adds an aligned
 copy of whatever operand is unaligned inside the timed call (see templates/sm90_padded). It takes
-only problems whose N or K is not a multiple of 8: on aligned problems it is sm90_cutlass.
+problems whose N or K is not a multiple of 8 and, with `k_pad: 64`, also those whose K is not a
+multiple of 64: the copy then gives A and W a row pitch of a whole number of 128-byte lines.
 """
 
 from __future__ import annotations
@@ -16,19 +17,30 @@ from .problem import Problem
 from .space import ParamSpec, Params, Rule, SearchSpace, ShapeRule
 
 FAMILY = "sm90_padded"
-knobs = _sm90.knobs
+
+
+def knobs(params) -> list[int]:
+    """sm90_cutlass's runtime knobs, then the K padding (knob 5 in templates/sm90_padded)."""
+    return [*_sm90.knobs(params), int(params["k_pad"])]
 
 
 def _unaligned(p, problem: Problem):
-    if problem.n % 8 == 0 and problem.k % 8 == 0:
-        return (f"sm90_padded is for N or K not a multiple of 8; {problem.name} is aligned "
-                "(use sm90_cutlass, which is this kernel without the copies)")
+    if problem.n % 8 == 0 and problem.k % p["k_pad"] == 0:   # (64 is a multiple of 8)
+        what = "N and K multiples of 8" if p["k_pad"] == 8 else "N a multiple of 8, K of 64"
+        return (f"sm90_padded with k_pad {p['k_pad']} is for problems that need a copy; {problem.name} is "
+                f"aligned ({what}): use sm90_cutlass, which is this kernel without the copies")
     return None
 
 
 C_ALIGN = ParamSpec("c_align", (8, 4, 2, 1),
                     doc="8: write a C of pitch N rounded up to 8, then copy it out (when N % 8 != 0); "
                         "1, 2, 4: store C directly, that many elements at a time (nosmem epilogue)")
+
+
+K_PAD = ParamSpec("k_pad", (8, 64), kind="runtime",
+                  doc="the padded K of A and W: rounded up to 8 (TMA's 16-byte rows) or to 64 (rows of "
+                      "whole 128-byte lines, the pitch TMA reads fastest); the copy runs when K is not a "
+                      "multiple of it")
 
 
 def _direct_needs_nosmem(p):
@@ -53,10 +65,11 @@ def _c_alignment(p, problem: Problem):
 
 def make_space() -> SearchSpace:
     base = _sm90.make_space()
-    return replace(base, family=FAMILY, params=(*base.params, C_ALIGN),
+    return replace(base, family=FAMILY, params=(*base.params, C_ALIGN, K_PAD),
                    rules=(*base.rules, Rule("direct-c-nosmem", "c_align < 8 only with the nosmem epilogue",
                                             _direct_needs_nosmem, _fix_direct)),
-                   shape_rules=(ShapeRule("unaligned", "N or K not a multiple of 8", _unaligned),
+                   shape_rules=(ShapeRule("unaligned", "N or K not a multiple of 8, or K not a multiple of k_pad",
+                                          _unaligned),
                                 ShapeRule("c-alignment", "N a multiple of c_align when C is stored directly",
                                           _c_alignment)),
                    description="sm90_cutlass with aligned copies of unaligned operands inside the timed call "

@@ -183,9 +183,23 @@ class SearchSpace:
         return Genome.make(self.family, self._normalise(genome.param_dict), genome.patches)
 
     def supports(self, problem: Problem) -> "str | None":
-        """None if some genome of this family can run the problem, else the reason it cannot."""
+        """None if some genome of this family can run the problem, else the reason it cannot.
+
+        Tried: the default parameters, then each one-parameter change of them (a shape rule may
+        depend on a parameter, as sm90_padded's does on k_pad). The reason given is the default's."""
+        base = self.default_params()
+        first = self._shape_violation(base, problem)
+        if first is None:
+            return None
+        for spec in self.params:
+            for value in spec.choices:
+                if value != base[spec.name] and self._shape_violation({**base, spec.name: value}, problem) is None:
+                    return None
+        return first
+
+    def _shape_violation(self, params: Mapping[str, Any], problem: Problem) -> "str | None":
         for rule in self.shape_rules:
-            message = rule.check(self.default_params(), problem)
+            message = rule.check(params, problem)
             if message:
                 return message
         return None

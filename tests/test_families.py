@@ -174,3 +174,25 @@ def test_sm90_lean_is_the_non_persistent_warp_specialised_schedule():
     big = g.with_params(tile_m=256, tile_n=256)
     assert any(v.rule == "accumulator-registers" for v in space.violations(big))
     assert fam.knob_vector(g) == (0, 1, 1, 0, 0)
+
+
+def test_padded_k_pad_is_a_runtime_knob_that_also_opens_aligned_k_with_a_bad_pitch():
+    fam = FAMILIES.resolve("sm90_padded")
+    seed = dict(fam.seeds()[0][1].param_dict, k_pad=8)
+    by8, by64 = Genome.make("sm90_padded", seed), Genome.make("sm90_padded", dict(seed, k_pad=64))
+    # one build serves both: k_pad is knob 5, read by the template at run time
+    assert fam.knob_vector(by8)[-1] == 8 and fam.knob_vector(by64)[-1] == 64
+    assert fam.knob_vector(by8)[:-1] == fam.knob_vector(by64)[:-1]
+    assert render(by8, FAMILIES).source == render(by64, FAMILIES).source
+    assert "k_pad_of(knobs, n_knobs)" in render(by8, FAMILIES).source
+    # K = 1000 is a multiple of 8 (rows of 2000 bytes, not whole 128-byte lines): only k_pad 64 copies
+    assert not fam.space.is_valid(by8, Problem(1000, 1000, 1000))
+    assert fam.space.is_valid(by64, Problem(1000, 1000, 1000))
+    for g in (by8, by64):   # K a multiple of 64 and N aligned: nothing to copy, use sm90_cutlass
+        assert any("sm90_cutlass" in str(v) for v in fam.space.violations(g, Problem(1024, 1024, 1024)))
+        assert fam.space.is_valid(g, Problem(1000, 1000, 999))
+    # the simulator counts the wider copy: 1000x1000x999 is padded to 1024 with k_pad 64, not 1000
+    from evaluator.sim_padded import copy_bytes
+    p = Problem(1000, 1000, 999)
+    assert copy_bytes(p, 64) - copy_bytes(p, 8) == 2.0 * 2000 * (1024 - 1000)
+    assert copy_bytes(Problem(1000, 1000, 1000), 8) == 0
