@@ -1,5 +1,6 @@
-"""The simulator model of the `sm90_padded` family: the sm90_cutlass model on the aligned problem
-plus the copies (bytes read and written at HBM bandwidth, one launch each)."""
+"""The simulator model of the `sm90_padded` family: the sm90_cutlass model (sm90_lean's for the
+"ws" schedule) on the aligned problem plus the copies (bytes read and written at HBM bandwidth,
+one launch each)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any, Mapping
 from genome import Problem
 
 from .sim_device import DeviceSpec, SimBreakdown, SimParams
+from .sim_lean import model as lean_model
 from .sim_sm90 import model as sm90_model
 
 
@@ -29,7 +31,8 @@ def copy_bytes(problem: Problem, k_pad: int = 8) -> float:
 
 def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: DeviceSpec) -> SimBreakdown:
     k_pad = int(params.get("k_pad", 8))
-    inner = sm90_model(params, Problem(problem.m, _up(problem.n), _up(problem.k, k_pad)), sp, dev)
+    inner_model = lean_model if params.get("schedule") == "ws" else sm90_model
+    inner = inner_model(params, Problem(problem.m, _up(problem.n), _up(problem.k, k_pad)), sp, dev)
     passes = (problem.k % k_pad != 0) + (problem.n % 8 != 0)
     moved = copy_bytes(problem, k_pad)
     extra = passes * sp.launch_us * 0.5 + moved / (sp.hbm_efficiency * dev.hbm_tbps * 1e6)

@@ -1,9 +1,10 @@
 """The search space of the `sm90_padded` family: sm90_cutlass for unaligned N or K.
 
-The kernel is sm90_cutlass's, with the same parameters and rules; the family adds an aligned
-copy of whatever operand is unaligned inside the timed call (see templates/sm90_padded). It takes
-problems whose N or K is not a multiple of 8 and, with `k_pad: 64`, also those whose K is not a
-multiple of 64: the copy then gives A and W a row pitch of a whole number of 128-byte lines.
+The kernel is sm90_cutlass's, with the same parameters and rules, plus sm90_lean's schedule "ws"
+as a third schedule. The family adds an aligned copy of whatever operand is unaligned inside the
+timed call (see templates/sm90_padded). It takes problems whose N or K is not a multiple of 8
+and, with `k_pad: 64`, also those whose K is not a multiple of 64: the copy then gives A and W a
+row pitch of a whole number of 128-byte lines.
 """
 
 from __future__ import annotations
@@ -63,11 +64,30 @@ def _c_alignment(p, problem: Problem):
     return None
 
 
+SCHEDULE = ParamSpec("schedule", ("cooperative", "pingpong", "ws"), ordered=False,
+                     doc="warp-specialised kernel schedule; ws: sm90_lean's (one consumer warpgroup, one "
+                         "CTA per tile, not persistent) for small problems")
+
+
+def _ws_persistent(p):
+    if p["schedule"] == "ws" and p["scheduler"] != "persistent":
+        return "the ws schedule is not persistent: it takes no stream-K scheduler (one CTA per tile)"
+    return None
+
+
+def _fix_ws_persistent(p: Params, rng: random.Random) -> Params:
+    p["scheduler"] = "persistent"
+    return p
+
+
 def make_space() -> SearchSpace:
     base = _sm90.make_space()
-    return replace(base, family=FAMILY, params=(*base.params, C_ALIGN, K_PAD),
+    params = tuple(SCHEDULE if spec.name == "schedule" else spec for spec in base.params)
+    return replace(base, family=FAMILY, params=(*params, C_ALIGN, K_PAD),
                    rules=(*base.rules, Rule("direct-c-nosmem", "c_align < 8 only with the nosmem epilogue",
-                                            _direct_needs_nosmem, _fix_direct)),
+                                            _direct_needs_nosmem, _fix_direct),
+                          Rule("ws-persistent", "the ws schedule uses the persistent (one CTA per tile) "
+                               "scheduler", _ws_persistent, _fix_ws_persistent)),
                    shape_rules=(ShapeRule("unaligned", "N or K not a multiple of 8, or K not a multiple of k_pad",
                                           _unaligned),
                                 ShapeRule("c-alignment", "N a multiple of c_align when C is stored directly",

@@ -196,3 +196,24 @@ def test_padded_k_pad_is_a_runtime_knob_that_also_opens_aligned_k_with_a_bad_pit
     p = Problem(1000, 1000, 999)
     assert copy_bytes(p, 64) - copy_bytes(p, 8) == 2.0 * 2000 * (1024 - 1000)
     assert copy_bytes(Problem(1000, 1000, 1000), 8) == 0
+
+
+def test_padded_ws_schedule_is_sm90_leans_kernel_behind_the_copies():
+    fam, lean = FAMILIES.resolve("sm90_padded"), FAMILIES.resolve("sm90_lean")
+    ws = dict(fam.seeds()[0][1].param_dict, schedule="ws", scheduler="persistent", tile_m=64, tile_n=128,
+              cluster_m=1, cluster_n=1, k_pad=64)
+    g = Genome.make("sm90_padded", ws)
+    assert not fam.space.violations(g) and fam.space.is_valid(g, Problem(1000, 1000, 999))
+    src = render(g, FAMILIES).source
+    assert "cutlass::gemm::KernelTmaWarpSpecialized;" in src and "pad_k_kernel" in src
+    # the same tile_config text as sm90_lean's kernel of that tile (one include serves both)
+    lean_g = Genome.make("sm90_lean", {k: v for k, v in ws.items() if k in lean.space.names})
+    tile_config = lambda s: s[s.index("using TileShape"):s.index("using TileScheduler")]
+    assert tile_config(src) == tile_config(render(lean_g, FAMILIES).source)
+    # stream-K is refused for ws and repaired to the persistent scheduler
+    streamk = Genome.make("sm90_padded", dict(ws, scheduler="streamk"))
+    assert any(v.rule == "ws-persistent" for v in fam.space.violations(streamk))
+    assert fam.space.repair(streamk, random.Random(0))["scheduler"] == "persistent"
+    # the other schedules render sm90_cutlass's tile_config as before
+    pingpong = dict(fam.seeds())["pp_64x128x64_c1x1"]
+    assert "KernelTmaWarpSpecializedPingpong" in render(pingpong, FAMILIES).source
