@@ -151,8 +151,9 @@ def _ratio_axis(ax: Any, values: Sequence[float]) -> None:
 
 def _shape_axis(ax: Any, shapes: Sequence[str]) -> None:
     n = len(shapes)
+    crowded = n > 6 or sum(len(s) for s in shapes) > 60   # six long names overlap as well as many short
     ax.set_xticks(range(n))
-    ax.set_xticklabels(shapes, rotation=55 if n > 6 else 0, ha="right" if n > 6 else "center",
+    ax.set_xticklabels(shapes, rotation=55 if crowded else 0, ha="right" if crowded else "center",
                        fontsize=8 if n > 12 else 9)
     ax.set_xlim(-0.6, n - 0.4)
     ax.set_xlabel("shape (MxNxK)")

@@ -65,6 +65,12 @@ def test_load_kernels_from_files_folders_and_campaign_dirs(tmp_path):
     g = kernels[0]
     (hof / "64x64x64.json").write_text(json.dumps([{"genome": g.to_dict(), "measurement": {"status": "ok"}}]))
     assert [k.id for k in load_kernels([tmp_path / "campaign"])] == [g.id]
+    # a shape the campaign reached without a passing kernel (its wall budget spent) has an empty
+    # hall: skipped, not an error, both as kernels and per shape
+    (hof / "8190x8190x8190.json").write_text("[]")
+    assert [k.id for k in load_kernels([tmp_path / "campaign"])] == [g.id]
+    from experiments.bench import halls_by_shape
+    assert {s: [k.id for k in ks] for s, ks in halls_by_shape([tmp_path / "campaign"]).items()} == {"64x64x64": [g.id]}
     (tmp_path / "junk.json").write_text('{"nothing": 1}')
     with pytest.raises(BenchError, match="holds no genome"):
         load_kernels([tmp_path / "junk.json"])
