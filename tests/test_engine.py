@@ -351,6 +351,22 @@ def test_wall_clock_budget_stops_and_a_resume_does_not_redecide(tmp_path):
     assert ev2.calls == [] and fingerprint(tmp_path / "c")["evaluated"] == before["evaluated"]
 
 
+def test_shapes_the_wall_budget_left_at_zero_run_after_extend_and_resume(tmp_path):
+    # as on the H200 (docs/results/h200-unaligned-2): the first shapes spend the whole wall budget,
+    # the last ones are recorded done with 0 evaluations; extend --wall-seconds + resume runs them
+    from experiments.campaign_changes import extend_campaign
+    data = small_config(budget={"evaluations_per_shape": 12, "wall_seconds": 0.4})
+    result, _ = run(tmp_path / "c", data, evaluator=FakeEvaluator(seed=7, delay=0.05))
+    states = result.states
+    starved = [n for n, st in states.items() if st.evaluations == 0]
+    assert starved and all(states[n].done_reason == "wall-time budget spent" for n in starved)
+    extend_campaign(tmp_path / "c", wall_seconds=60.0)
+    result2, ev2 = run(tmp_path / "c", data, evaluator=FakeEvaluator(seed=7, delay=0.0), mode="resume")
+    per_shape = dict(rows(tmp_path / "c", "SELECT problem, COUNT(*) FROM evaluations GROUP BY problem"))
+    assert all(per_shape.get(n) == 12 for n in starved), per_shape
+    assert {p for _, p in ev2.calls} >= set(starved)
+
+
 def test_derive_seed_is_stable():
     assert derive_seed(1, "strategy", "evolution", "1024x1024x1024") == derive_seed(1, "strategy", "evolution",
                                                                                     "1024x1024x1024")
