@@ -102,6 +102,12 @@ class SimParams:
     l2_usable_fraction: float = 0.8        # share of L2 that holds operands
     dram_interference: float = 0.25        # share of DRAM time not hidden behind compute
     roofline_sharpness: float = 6.0        # p of the soft maximum of compute / L2 / DRAM time
+    # rows of A and W (2K bytes) that are not whole 128-byte lines: each TMA row segment straddles
+    # more L2 sectors and lines; multiplies the L2 -> SM operand traffic (docs/results/h200-k-pitch:
+    # K = 1000 costs unclustered 64x128 tiles ~60%, a cluster of 4 along N 7%, K = 1040 ~20%)
+    pitch64_l2_factor: float = 1.15        # rows 64-byte aligned
+    pitch32_l2_factor: float = 1.3         # rows 32-byte aligned
+    pitch16_l2_factor: float = 1.85        # rows 16-byte aligned only
     # -- epilogue --------------------------------------------------------------------------
     epilogue_fixed_us: float = 0.15
     epilogue_bytes_per_clk: float = 48.0   # per SM, TMA epilogue

@@ -16,7 +16,7 @@ from genome import Problem
 from genome import sm80_cutlass_space as _sm80
 
 from .sim_device import DeviceSpec, SimBreakdown, SimParams
-from .sim_sm90 import soft_max
+from .sim_sm90 import row_pitch_factor, soft_max
 
 MMA_SYNC_SHARE = 0.62
 
@@ -49,7 +49,7 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     compute = _cdiv(ctas, slots) * tile_us * min(per_sm, max(1, _cdiv(ctas, dev.n_sms)))
     hbm = sp.hbm_efficiency * dev.hbm_tbps * 1e6
     dram = 2.0 * (M * K + N * K + M * N)
-    l2 = 2.0 * K * (M * _cdiv(N, tn) + N * _cdiv(M, tm))
+    l2 = 2.0 * K * (M * _cdiv(N, tn) + N * _cdiv(M, tm)) * row_pitch_factor(K, sp)
     body = soft_max((compute, l2 / (hbm * sp.l2_bw_ratio), dram / hbm), sp.roofline_sharpness)
     fixed = sp.launch_us + p["stages"] * sp.load_latency_us * 0.5
     reduction = 0.0

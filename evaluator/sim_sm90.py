@@ -124,6 +124,18 @@ def traffic_bytes(problem: Problem, tm: int, tn: int, cm: int, cn: int, ctas: in
     return l2, unique + max(0.0, waves * footprint - unique) * miss
 
 
+def row_pitch_factor(k: int, sp: SimParams) -> float:
+    """L2 traffic multiplier for A and W rows of 2k bytes (1 when they are whole 128-byte lines)."""
+    pitch = 2 * k
+    if pitch % 128 == 0:
+        return 1.0
+    if pitch % 64 == 0:
+        return sp.pitch64_l2_factor
+    if pitch % 32 == 0:
+        return sp.pitch32_l2_factor
+    return sp.pitch16_l2_factor
+
+
 def mma_iteration_us(tm: int, tn: int, tk: int, schedule: str, cluster_size: int, sp: SimParams,
                      dev: DeviceSpec) -> float:
     """Tensor-pipe time of one mainloop k-iteration of a CTA.
@@ -262,6 +274,7 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     order = raster_order(params["raster"], tiles_m, tiles_n)
     work_ctas = ctas if mode != "split_k" else min(ctas_max, real_tiles * splits)
     l2_bytes, dram_operand = traffic_bytes(problem, tm, tn, cm, cn, work_ctas, splits, order, s, sp, dev)
+    l2_bytes *= row_pitch_factor(K, sp)
     dram_bytes = dram_operand + 2.0 * M * N  # + C written once
     miss_rate = min(1.0, dram_operand / l2_bytes) if l2_bytes > 0 else 1.0
     latency = sp.load_latency_us + miss_rate * sp.miss_latency_us

@@ -550,3 +550,21 @@ def test_shipped_calibration_ranks_measured_h200_kernels():
     assert report["spearman_pooled"] > 0.95
     assert report["spearman_within_shape_mean"] > 0.7
     assert report["mean_abs_log_error"] < 0.25
+
+
+def test_rows_that_are_not_whole_128_byte_lines_cost_l2_traffic():
+    """docs/results/h200-k-pitch: at K = 1000 (rows of 2000 bytes) the H200 took an unclustered
+    64x128 kernel from 6.96 to 10.86 us and a 128x96 cluster-1x4 one only from 8.31 to 8.91; the
+    padded family's k_pad 64 (copy to 128-byte rows) beat k_pad 8 at 1000x1000x999 (10.98 vs 14.53)."""
+    base = dict(get_space("sm90_cutlass").default_params(), schedule="pingpong", scheduler="persistent",
+                tile_k=64, stages=0, epilogue="tma")
+    small = Genome.make("sm90_cutlass", dict(base, tile_m=64, tile_n=128, cluster_m=1, cluster_n=1))
+    clustered = Genome.make("sm90_cutlass", dict(base, tile_m=128, tile_n=96, cluster_m=1, cluster_n=4))
+    t = lambda g, shape: simulate_time_us(g, Problem.parse(shape))  # noqa: E731
+    assert t(small, "1024x1024x1024") < t(clustered, "1024x1024x1024")
+    assert t(clustered, "1024x1024x1000") < t(small, "1024x1024x1000")
+    assert t(small, "1024x1024x1000") > 1.3 * t(small, "1024x1024x1024")
+    assert t(small, "1024x1024x1088") < 1.1 * t(small, "1024x1024x1024")   # 2176-byte rows: whole lines
+    padded = dict(get_space("sm90_padded").default_params(), **small.param_dict, c_align=8)
+    by8, by64 = (Genome.make("sm90_padded", dict(padded, k_pad=k)) for k in (8, 64))
+    assert t(by64, "1000x1000x999") < t(by8, "1000x1000x999")
