@@ -81,14 +81,14 @@ def load_kernels(paths: Iterable["str | Path"]) -> list[Genome]:
         if path.is_dir():
             if (path / "dispatch.json").exists():
                 files = [path / "dispatch.json"]
-            elif (path / "hall_of_fame").is_dir():   # shapes with no passing kernel are skipped
-                files = [f for f in sorted((path / "hall_of_fame").glob("*.json")) if not _empty_hall(f)]
+            elif (path / "hall_of_fame").is_dir():
+                files = sorted((path / "hall_of_fame").glob("*.json"))
             else:
                 files = sorted(path.glob("*.json"))
         else:
             files = [path]
         for f in files:
-            for g in _genomes_in(f):
+            for g in _genomes_in(f, empty_ok=f.parent.name == "hall_of_fame"):
                 try:
                     get_space(g.family)
                 except ValueError as exc:
@@ -106,25 +106,20 @@ def halls_by_shape(paths: Iterable["str | Path"]) -> "dict[str, list[Genome]]":
         if not hall.is_dir():
             raise BenchError(f"--per-shape: {raw} is not a campaign folder (no hall_of_fame/)")
         for f in sorted(hall.glob("*.json")):
-            if _empty_hall(f):
-                continue   # a shape the campaign reached without a passing kernel (or not at all)
-            for g in _genomes_in(f):
+            for g in _genomes_in(f, empty_ok=True):
                 out.setdefault(f.stem, {}).setdefault(g.id, g)
     return {shape: list(gs.values()) for shape, gs in out.items()}
 
 
-def _empty_hall(path: Path) -> bool:
-    try:
-        return json.loads(path.read_text()) == []
-    except json.JSONDecodeError:
-        return False   # _genomes_in says what is wrong with it
-
-
-def _genomes_in(path: Path) -> list[Genome]:
+def _genomes_in(path: Path, empty_ok: bool = False) -> list[Genome]:
+    """The genomes a JSON file holds. `empty_ok`: a hall-of-fame file may be `[]` (a shape the
+    campaign reached without a passing kernel, or not at all)."""
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise BenchError(f"{path}: not valid JSON: {exc}") from exc
+    if empty_ok and data == []:
+        return []
     found = []
 
     def walk(node: Any) -> None:

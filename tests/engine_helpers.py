@@ -193,21 +193,29 @@ def halls_of_fame(folder: Path) -> dict[str, list]:
             for path in sorted((folder / "hall_of_fame").glob("*.json"))}
 
 
-def fingerprint(folder: "str | Path") -> dict[str, Any]:
-    """Everything a resumed campaign must share with an uninterrupted one."""
+def fingerprint(folder: "str | Path", per_shape: bool = False) -> dict[str, Any]:
+    """Everything a resumed campaign must share with an uninterrupted one.
+
+    `per_shape`: each shape's proposals in their own order, without the global proposal numbers
+    (they interleave in any order when shapes run side by side), and without the baselines."""
     folder = Path(folder)
+    seq = "" if per_shape else "seq, "
     conn = sqlite3.connect(str(folder / "campaign.db"))
     try:
         evaluated = sorted(conn.execute("SELECT genome_id, problem, status, device_us FROM evaluations").fetchall())
-        proposals = conn.execute("SELECT seq, problem, round, island, genome_id, operator, arm, parent_ids "
-                                 "FROM proposals ORDER BY seq").fetchall()
-        policy_log = conn.execute("SELECT problem, round, seq, probabilities, stats, state FROM policy_log "
+        proposals = conn.execute(f"SELECT {seq}problem, round, island, genome_id, operator, arm, parent_ids "
+                                 f"FROM proposals ORDER BY {'problem, seq' if per_shape else 'seq'}").fetchall()
+        policy_log = conn.execute(f"SELECT problem, round, {seq}probabilities, stats, state FROM policy_log "
                                   "ORDER BY problem, round").fetchall()
         shapes = conn.execute("SELECT problem, status, allocation, reason FROM shapes ORDER BY idx").fetchall()
         baselines = conn.execute("SELECT problem, best_name, best_us FROM baselines ORDER BY problem").fetchall()
     finally:
         conn.close()
     policy = json.loads((folder / "policy.json").read_text()) if (folder / "policy.json").exists() else None
+    if per_shape:
+        return {"evaluated": evaluated, "proposals": proposals, "policy_log": policy_log, "shapes": shapes,
+                "hall_of_fame": halls_of_fame(folder), "final_policy": policy["final"],
+                "policies": policy["shapes"]}
     return {"evaluated": evaluated, "proposals": proposals, "policy_log": policy_log, "shapes": shapes,
             "baselines": baselines, "hall_of_fame": halls_of_fame(folder), "policy": policy,
             "counters": {"evaluations": len(evaluated), "proposals": len(proposals)}}

@@ -5,7 +5,6 @@ an uninterrupted run, with nothing measured twice."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from engine_helpers import halls_of_fame, small_config
+from engine_helpers import fingerprint, small_config
 from experiments.campaign import create_campaign, run_campaign
 from experiments.schema import parse_campaign
 from test_resume import Killed, KillSwitch, Silent
@@ -70,21 +69,7 @@ def _run(folder: Path, evaluator, mode: str = "run"):
 
 
 def shape_fingerprint(folder: Path) -> dict:
-    """The campaign's state, with each shape's proposals in their own order (proposal numbers are
-    global and interleave in any order when shapes run side by side, so they are left out)."""
-    conn = sqlite3.connect(str(folder / "campaign.db"))
-    try:
-        evaluated = sorted(conn.execute("SELECT genome_id, problem, status, device_us FROM evaluations").fetchall())
-        proposals = conn.execute("SELECT problem, round, island, genome_id, operator, arm, parent_ids "
-                                 "FROM proposals ORDER BY problem, seq").fetchall()
-        policy_log = conn.execute("SELECT problem, round, probabilities, stats, state FROM policy_log "
-                                  "ORDER BY problem, round").fetchall()
-        shapes = conn.execute("SELECT problem, status, allocation, reason FROM shapes ORDER BY idx").fetchall()
-    finally:
-        conn.close()
-    policy = json.loads((folder / "policy.json").read_text())
-    return {"evaluated": evaluated, "proposals": proposals, "policy_log": policy_log, "shapes": shapes,
-            "hall_of_fame": halls_of_fame(folder), "final_policy": policy["final"], "policies": policy["shapes"]}
+    return fingerprint(folder, per_shape=True)
 
 
 def _overlapping(spans) -> bool:
