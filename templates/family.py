@@ -183,7 +183,8 @@ def builtin_families() -> list[TemplateFamily]:
     from .sm90_padded import FAMILY as PADDED
     from .sm90_lean import FAMILY as LEAN
     from .sm90_splitk import FAMILY as SPLITK
-    return [SM90, SKINNY, PADDED, SM80, SPLITK, LEAN]
+    from .sm90_cpasync import FAMILY as CPASYNC
+    return [SM90, SKINNY, PADDED, SM80, SPLITK, LEAN, CPASYNC]
 
 
 def default_family() -> str:

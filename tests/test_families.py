@@ -12,7 +12,7 @@ from templates import family_registry, render, template_blocks
 
 FAMILIES = family_registry()
 UNRENDERED = re.compile(r"\{\{\s*\w|\{%-?\s*(block|endblock|if|endif|for|raw|endraw|extends)\b")
-NAMES = ("sm90_cutlass", "skinny_mma", "sm90_padded", "sm80_cutlass", "sm90_splitk", "sm90_lean")
+NAMES = ("sm90_cutlass", "skinny_mma", "sm90_padded", "sm80_cutlass", "sm90_splitk", "sm90_lean", "sm90_cpasync")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -217,3 +217,43 @@ def test_padded_ws_schedule_is_sm90_leans_kernel_behind_the_copies():
     # the other schedules render sm90_cutlass's tile_config as before
     pingpong = dict(fam.seeds())["pp_64x128x64_c1x1"]
     assert "KernelTmaWarpSpecializedPingpong" in render(pingpong, FAMILIES).source
+
+
+def test_sm90_cpasync_loads_with_cp_async_any_pitch_even_k_and_direct_c():
+    fam = FAMILIES.resolve("sm90_cpasync")
+    space, seeds = fam.space, dict(fam.seeds())
+    # the three schedules are CUTLASS's cp.async warp-specialised kernels; no cluster, no stream-K
+    expect = {"ws": "cutlass::gemm::KernelCpAsyncWarpSpecialized;",
+              "pingpong": "cutlass::gemm::KernelCpAsyncWarpSpecializedPingpong;",
+              "cooperative": "cutlass::gemm::KernelCpAsyncWarpSpecializedCooperative;"}
+    for g in seeds.values():
+        src = render(g, FAMILIES).source
+        assert expect[g["schedule"]] in src and "KernelTma" not in src
+        assert "using ClusterShape = Shape<_1, _1, _1>;" in src
+        assert f"constexpr int AlignmentA = {g['ab_align']};" in src and f"constexpr int AlignmentD = {g['c_align']};" in src
+    assert space.spec("cluster_m").choices == (1,) and space.spec("scheduler").choices == ("persistent",)
+    # the domain: any row pitch (K = 1000: 2000-byte rows), K a multiple of ab_align, N of c_align
+    ws = seeds["ws_128x64x64"]
+    assert space.is_valid(ws, Problem(1000, 1000, 1000)) and space.is_valid(ws, Problem(1024, 1024, 1024))
+    assert "ab_align" in str(space.violations(ws, Problem(1536, 6002, 2500)))        # K = 2500: 8-byte rows
+    direct = seeds["ws_128x64x64_a4_direct2"]
+    assert space.is_valid(direct, Problem(1536, 6002, 2500))
+    assert "c_align" in str(space.violations(direct, Problem(1023, 1023, 1024)))
+    assert "sm90_padded" in space.supports(Problem(1000, 1000, 999))    # odd K: no 4-byte cp.async
+    assert space.supports(Problem(1023, 1023, 1024)) is None            # c_align 1 (nosmem) exists
+    # without setmaxnreg every thread has 168 registers: 64 accumulators in a persistent schedule, 128 in ws
+    assert not space.violations(seeds["coop_128x128x64"]) and not space.violations(seeds["ws_128x128x64"])
+    big = seeds["pp_64x128x64"].with_params(tile_m=128)
+    assert any(v.rule == "accumulator-registers" for v in space.violations(big))
+    assert not space.violations(space.repair(big, random.Random(1)))
+    assert any(v.rule == "accumulator-registers" for v in space.violations(ws.with_params(tile_n=256)))
+
+
+def test_cpasync_model_pays_less_than_tma_for_rows_that_are_not_whole_lines():
+    lean = FAMILIES.resolve("sm90_lean").seeds()
+    tma = dict(lean)["ws_128x64x64"]
+    cp = dict(FAMILIES.resolve("sm90_cpasync").seeds())["ws_128x64x64"]
+    t = {(g.family, k): simulate_time_us(g, Problem(1024, 1024, k), families=FAMILIES) for g in (tma, cp) for k in (1024, 1000)}
+    tma_cost = t["sm90_lean", 1000] / t["sm90_lean", 1024]
+    cp_cost = t["sm90_cpasync", 1000] / t["sm90_cpasync", 1024]
+    assert 1.0 <= cp_cost < tma_cost

@@ -42,6 +42,7 @@ CASES = [
     Case("sm90_splitk", "pp_64x128x64_k4", ("256x512x4096", "128x256x2048"), workspace=True),
     Case("sm90_padded", "pp_64x128x64_c1x1", ("1000x1000x999", "1023x1023x1024"), workspace=True),
     Case("sm90_lean", "ws_128x96x64_c1x2", ("256x384x512", "128x192x256")),                 # cluster launch
+    Case("sm90_cpasync", "ws_128x64x64_a4_direct2", ("1000x1002x1000", "384x770x252")),   # cp.async, direct C
     Case("sm80_cutlass", "splitk_64x64x64_s4_k8", ("512x512x2048", "256x128x1024"), workspace=True),
     Case("skinny_mma", "decode_r16_k4_u2_pf_c2", ("16x4096x4096", "8x2048x1024")),
 ]
@@ -49,7 +50,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def libraries(kernel_cache):
-    """The seven kernels, built once (in parallel): case key -> BuildResult."""
+    """The eight kernels, built once (in parallel): case key -> BuildResult."""
     from evaluator.compile import Compiler
     genomes = [dict(FAMILIES.resolve(c.family).seeds())[c.seed] for c in CASES]
     compiler = Compiler.default(kernel_cache)

@@ -25,6 +25,7 @@ FAMILY_SHAPES = [
     ("sm80_cutlass", "1000x1000x999"), ("sm80_cutlass", "512x512x2048"), ("sm80_cutlass", "128x128x128"),
     ("sm90_padded", "1023x1023x1024"), ("sm90_padded", "1000x1000x999"), ("sm90_padded", "1536x6002x2500"),
     ("sm90_splitk", "512x512x4096"), ("sm90_splitk", "256x1024x8192"),
+    ("sm90_cpasync", "1000x1000x1000"), ("sm90_cpasync", "1536x6002x2500"), ("sm90_cpasync", "264x1000x520"),
 ]
 
 
