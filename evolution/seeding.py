@@ -162,8 +162,11 @@ def seeds_for(problem: Problem, space: SearchSpace, solved: Mapping[str, Sequenc
                 picked.append((g, "handpicked", f"hand-picked {item.get('name', g.id)}"))
     rank = order or model_order(problem)
     picked.sort(key=lambda item: rank(item[0]))
-    # a quarter of the seed slots is kept for hand-picked genomes when there are both kinds
-    reserve = min(len(picked), limit // 4) if near_seeds else len(picked)
+    # a quarter of the seed slots, and at least one where there are two, is kept for hand-picked
+    # genomes when there are both kinds: a small island (2 per family) seeded only from the nearest
+    # shapes' halls of fame never tries the seed its model prices fastest for this shape (on the
+    # H200, 8192x8192x1024 then started from 64x64 tiles of a skinny shape's hall: 0.56x)
+    reserve = min(len(picked), max(limit // 4, 1 if limit >= 2 else 0)) if near_seeds else len(picked)
     near_part = near_seeds[:max(0, limit - reserve)]
     picked_part = picked[:max(0, limit - len(near_part))]
     out = near_part + picked_part

@@ -421,3 +421,28 @@ def test_gpu_campaigns_re_verify_the_hall_of_fame_once(tmp_path):
 def test_simulated_campaigns_do_not_re_verify(tmp_path):
     run(tmp_path / "c", small_config())
     assert rows(tmp_path / "c", "SELECT COUNT(*) FROM verified")[0][0] == 0
+
+
+def test_a_small_island_keeps_one_slot_for_the_hand_picked_seed_the_model_prices_fastest():
+    from evolution.seeding import seeds_for
+    from templates import family_registry
+    space = family_registry().space("sm90_cutlass")
+    problem = Problem(8192, 8192, 1024)
+    near_genomes = [space.normalise(Genome.make("sm90_cutlass", dict(space.default_params(), tile_m=64, tile_n=n,
+                                                                     schedule="pingpong", tile_k=128)))
+                    for n in (64, 128)]
+    handpicked = [{"name": "slow", "genome": near_genomes[0].with_params(tile_n=32).to_dict()},
+                  {"name": "fast", "genome": near_genomes[0].with_params(tile_m=128, tile_n=256, tile_k=64,
+                                                                         schedule="cooperative").to_dict()}]
+    order = lambda g: -g["tile_m"] * g["tile_n"]          # bigger tiles first, as the model prices this shape
+    for limit, expect in ((1, ["seed_nearest"]), (2, ["seed_nearest", "handpicked"]),
+                          (4, ["seed_nearest", "seed_nearest", "handpicked", "handpicked"])):
+        out = seeds_for(problem, space, {"8192x64x8192": near_genomes}, {}, handpicked, k_shapes=3, limit=limit,
+                        order=order)
+        assert [origin for _, origin, _ in out] == expect, limit
+        picked = [g for g, origin, _ in out if origin == "handpicked"]
+        if picked:
+            assert picked[0]["tile_n"] == 256                   # the one the order prices fastest
+    # without hall-of-fame genomes every slot may be hand-picked
+    out = seeds_for(problem, space, {}, {}, handpicked, k_shapes=3, limit=2, order=order)
+    assert [origin for _, origin, _ in out] == ["handpicked", "handpicked"]
