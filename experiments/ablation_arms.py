@@ -97,13 +97,15 @@ class RlSelection:
 
 def campaign_dict(seed: int, variant: str, budget: int, shapes: Sequence[str], candidates: int = 4,
                   param_mutate: bool = True, seeded: bool = False,
-                  rl: "RlSelection | None" = None, broken: str = "garbage") -> dict[str, Any]:
+                  rl: "RlSelection | None" = None, broken: str = "garbage",
+                  parents: "Mapping[str, Any] | None" = None) -> dict[str, Any]:
     """The ablation's campaign: quickstart's population and reward, three scripted LLM arms (good,
     mediocre and the bad kind `broken` names: garbage or misleading) and param_mutate, all priors
     equal, on the simulator without noise. Unless `seeded`, the first population is all random
     samples (no hand-picked genomes, no seeds from the shapes solved before), so that what a run
     finds comes from its operators and not from a seed that is already the best genome of the
-    shape. `rl`: the rl variant's selection (default: quickstart's)."""
+    shape. `rl`: the rl variant's selection (default: quickstart's). `parents`: parameters of the
+    parent selection (fitness_novelty), for both variants alike (default: its own defaults)."""
     if variant not in VARIANTS:
         raise ValueError(f"ablation: unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
     sel = (rl or RlSelection()).resolved if variant == "rl" else UNIFORM
@@ -117,7 +119,8 @@ def campaign_dict(seed: int, variant: str, budget: int, shapes: Sequence[str], c
                            "migration_size": 2, "elite": 2, "seed_fraction": 0.5 if seeded else 0.0},
             "operators": operators,
             "selection": {"policy": sel["policy"], "params": dict(sel["params"]), "reward": sel["reward"],
-                          "failure_reward": sel["failure_reward"], "warm_start_weight": sel["warm_start_weight"]},
+                          "failure_reward": sel["failure_reward"], "warm_start_weight": sel["warm_start_weight"],
+                          **({"parents": {"name": "fitness_novelty", "params": dict(parents)}} if parents else {})},
             "strategy": "evolution", "evaluator": {"backend": "simulator"},
             "llm": {"concurrency": 1, "providers": [{"name": q, "kind": PROVIDER, "model": q,
                                    "options": {"quality": q, "seed": seed, "candidates": candidates}}
@@ -131,7 +134,7 @@ class _Silent:
 
 def run_one(seed: int, variant: str, folder: str, budget: int, shapes: Sequence[str], candidates: int = 4,
             param_mutate: bool = True, seeded: bool = False, rl: "RlSelection | None" = None,
-            broken: str = "garbage") -> dict[str, Any]:
+            broken: str = "garbage", parents: "Mapping[str, Any] | None" = None) -> dict[str, Any]:
     """One campaign into `folder`: per shape the best-so-far curve and the arms' pulls, mean
     reward and evaluated children."""
     from evolution.db import CampaignDB
@@ -140,7 +143,7 @@ def run_one(seed: int, variant: str, folder: str, budget: int, shapes: Sequence[
     from experiments.schema import parse_campaign
     out = Path(folder)
     config = parse_campaign(campaign_dict(seed, variant, budget, shapes, candidates, param_mutate, seeded, rl,
-                                          broken), base_dir=out.parent)
+                                          broken, parents), base_dir=out.parent)
     if not (out / "campaign.db").exists():
         create_campaign(config, out)
     t0 = time.monotonic()
@@ -238,7 +241,9 @@ def render_markdown(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
              f"shapes {', '.join(meta['shapes'])}; good model: best of {meta['candidates']} moves; bad model: "
              f"{meta['broken']}; first population: "
              f"{'seeded (hand-picked, solved shapes)' if meta['seeded'] else 'random samples'}; "
-             f"param_mutate arm: {'yes' if meta['param_mutate'] else 'no'}; rl: {meta['rl_label']}",
+             f"param_mutate arm: {'yes' if meta['param_mutate'] else 'no'}; rl: {meta['rl_label']}"
+             + (f"; parent selection (both): {', '.join(f'{k} {v}' for k, v in sorted(meta['parents'].items()))}"
+                if meta.get("parents") else ""),
              "", "| seed | shape | uniform final best (us) | rl final best (us) | rl evals to reach it | "
              "fraction of budget | uniform's own evals |", "|---|---|---|---|---|---|---|"]
     for r in summary["rows"]:
@@ -274,7 +279,8 @@ def render_markdown(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
 def run_arms_ablation(seeds: int = 5, out_dir: "str | Path" = "runs/ablation-arms", budget: int = 96,
                       shapes: Sequence[str] = SHAPES, jobs: int = 1, base_seed: int = 0, candidates: int = 4,
                       param_mutate: bool = True, seeded: bool = False, console: Any = None,
-                      rl: "RlSelection | None" = None, broken: str = "garbage") -> dict[str, Any]:
+                      rl: "RlSelection | None" = None, broken: str = "garbage",
+                      parents: "Mapping[str, Any] | None" = None) -> dict[str, Any]:
     arm_qualities(broken)                                          # an unknown kind: ValueError, before any run
     for name, value in (("seeds", seeds), ("jobs", jobs), ("budget", budget), ("candidates", candidates)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -284,7 +290,7 @@ def run_arms_ablation(seeds: int = 5, out_dir: "str | Path" = "runs/ablation-arm
     out.mkdir(parents=True, exist_ok=True)
     seed_list = [base_seed + i for i in range(seeds)]
     tasks = [(seed, v, str(out / "runs" / f"{v}-s{seed}"), budget, list(shapes), candidates, param_mutate, seeded,
-              rl, broken) for seed in seed_list for v in VARIANTS]
+              rl, broken, dict(parents or {})) for seed in seed_list for v in VARIANTS]
     runs = []
     with ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else _Inline() as pool:
         for r in pool.map(_star, tasks):
@@ -292,7 +298,7 @@ def run_arms_ablation(seeds: int = 5, out_dir: "str | Path" = "runs/ablation-arm
             if console is not None:
                 console.print(f"{r['variant']:>8} seed {r['seed']}: {r['seconds']:.1f} s", highlight=False)
     meta = {"seeds": seed_list, "budget": budget, "shapes": list(shapes), "candidates": candidates,
-            "param_mutate": param_mutate, "seeded": seeded, "broken": broken,
+            "param_mutate": param_mutate, "seeded": seeded, "broken": broken, "parents": dict(parents or {}),
             "variants": {"rl": rl.resolved, "uniform": UNIFORM}, "rl_label": rl.label()}
     summary = summarise(runs, budget)
     markdown = render_markdown(summary, meta)
@@ -339,6 +345,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reward", default="success", help="reward of the rl variant: success, log_ratio or improvement "
                                                        "(default success)")
     p.add_argument("--failure-reward", type=float, default=-1.0, help="reward of a failure (default -1)")
+    p.add_argument("--parent-param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a parameter of the parent selection (fitness_novelty: fitness_weight, novelty_weight, "
+                        "temperature), repeatable; for both variants alike (default: its defaults)")
     p.add_argument("--warm-start-weight", type=float, default=0.5,
                    help="weight of the previous shape's policy state at each new shape (default 0.5; 0 = none)")
 
@@ -365,7 +374,7 @@ def _run_args(args: argparse.Namespace) -> int:
     rl = RlSelection(args.policy, parse_params(args.param), args.reward, args.failure_reward, args.warm_start_weight)
     result = run_arms_ablation(args.seeds, args.out, args.budget, shapes, args.jobs, args.base_seed,
                                args.candidates, not args.no_param_mutate, args.seeded, console=Console(), rl=rl,
-                               broken=args.broken)
+                               broken=args.broken, parents=parse_params(args.parent_param))
     print(result["markdown"])
     return 0
 

@@ -206,3 +206,28 @@ def test_a_tiny_misleading_ablation_runs_and_its_bad_arm_costs_evaluations_not_f
         db.close()
         assert failures == [] and len(r["shapes"][shape]["curve"]) == 48
     assert "bad model: misleading" in (tmp_path / "ablation-arms.md").read_text()
+
+
+def test_parent_params_go_to_both_variants_and_the_oracle_always_picks_the_good_arm(tmp_path):
+    from experiments.ablation_arms import RlSelection, campaign_dict
+    from experiments.oracle_policy import GoodArmOracle
+    shape = "1024x1024x1024"
+    assert "parents" not in campaign_dict(0, "rl", 48, [shape])["selection"]          # default: untouched
+    for variant in ("rl", "uniform"):
+        sel = campaign_dict(0, variant, 48, [shape], parents={"temperature": 0.25})["selection"]
+        assert sel["parents"] == {"name": "fitness_novelty", "params": {"temperature": 0.25}}
+    arms = ["llm_param@mediocre", "llm_param@good", "param_mutate"]
+    oracle = GoodArmOracle(arms)
+    rng = random.Random(0)
+    assert {oracle.choose(rng) for _ in range(20)} == {"llm_param@good"}
+    assert oracle.probabilities()["llm_param@good"] == 1.0
+    rl = RlSelection("experiments.oracle_policy:GoodArmOracle")
+    args = ["ablate-arms", "--out", str(tmp_path), "--seeds", "1", "--budget", "36", "--shapes", shape,
+            "--policy", rl.policy, "--parent-param", "temperature=0.25"]
+    from experiments.cli import build_parser
+    parsed = build_parser().parse_args(args)
+    assert parsed.func(parsed) == 0
+    saved = json.loads((tmp_path / "ablation-arms.json").read_text())
+    assert saved["meta"]["parents"] == {"temperature": 0.25}
+    rl_arms = next(r for r in saved["runs"] if r["variant"] == "rl")["arms"][shape]
+    assert {a for a, s in rl_arms.items() if s["children"]} == {"llm_param@good"}
