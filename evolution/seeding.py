@@ -109,9 +109,10 @@ def seeds_for(problem: Problem, space: SearchSpace, solved: Mapping[str, Sequenc
               external: Mapping[str, Sequence[Mapping[str, Any]]], handpicked: Sequence[Mapping[str, Any]],
               k_shapes: int, limit: int, order: "Callable[[Genome], float] | None" = None
               ) -> list[tuple[Genome, str, str]]:
-    """Up to `limit` distinct genomes valid for `problem`, as (genome, origin, note): first the
-    halls of fame of the nearest solved shapes (this campaign's first on ties), then hand-picked,
-    the hand-picked ones ordered by `order` (default `model_order(problem)`: the family's
+    """Up to `limit` distinct genomes valid for `problem`, as (genome, origin, note): the halls of
+    fame of the nearest solved shapes (this campaign's first on ties) and, alternating with them
+    from the head of the list, hand-picked ones (at least a quarter of the slots where there are
+    both), the hand-picked ones ordered by `order` (default `model_order(problem)`: the family's
     simulator model, so that a small population starts from the seeds the model prices fastest
     for this shape rather than from the first files), stable on ties."""
     seen: set[str] = set()
@@ -163,13 +164,16 @@ def seeds_for(problem: Problem, space: SearchSpace, solved: Mapping[str, Sequenc
     rank = order or model_order(problem)
     picked.sort(key=lambda item: rank(item[0]))
     # a quarter of the seed slots, and at least one where there are two, is kept for hand-picked
-    # genomes when there are both kinds: a small island (2 per family) seeded only from the nearest
-    # shapes' halls of fame never tries the seed its model prices fastest for this shape (on the
-    # H200, 8192x8192x1024 then started from 64x64 tiles of a skinny shape's hall: 0.56x)
+    # genomes when there are both kinds, and the two kinds alternate at the head of the list: an
+    # island takes its family's first seeds, and a small one (2 per family) that took the nearest
+    # shapes' halls of fame first never tried the seed its model prices fastest for this shape (on
+    # the H200, 8192x8192x1024 started from a skinny shape's 64x64 and 128x64 tiles: 0.63x)
     reserve = min(len(picked), max(limit // 4, 1 if limit >= 2 else 0)) if near_seeds else len(picked)
     near_part = near_seeds[:max(0, limit - reserve)]
     picked_part = picked[:max(0, limit - len(near_part))]
-    out = near_part + picked_part
+    out = [item for pair in zip(near_part, picked_part) for item in pair]
+    short = min(len(near_part), len(picked_part))
+    out += near_part[short:] + picked_part[short:]
     if len(out) < limit:  # room left: more of the nearest shapes' genomes
         out += near_seeds[len(near_part):][:limit - len(out)]
     return out

@@ -423,7 +423,7 @@ def test_simulated_campaigns_do_not_re_verify(tmp_path):
     assert rows(tmp_path / "c", "SELECT COUNT(*) FROM verified")[0][0] == 0
 
 
-def test_a_small_island_keeps_one_slot_for_the_hand_picked_seed_the_model_prices_fastest():
+def test_an_island_takes_the_hand_picked_seed_the_model_prices_fastest_among_its_first_seeds():
     from evolution.seeding import seeds_for
     from templates import family_registry
     space = family_registry().space("sm90_cutlass")
@@ -436,13 +436,19 @@ def test_a_small_island_keeps_one_slot_for_the_hand_picked_seed_the_model_prices
                                                                          schedule="cooperative").to_dict()}]
     order = lambda g: -g["tile_m"] * g["tile_n"]          # bigger tiles first, as the model prices this shape
     for limit, expect in ((1, ["seed_nearest"]), (2, ["seed_nearest", "handpicked"]),
-                          (4, ["seed_nearest", "seed_nearest", "handpicked", "handpicked"])):
+                          (3, ["seed_nearest", "handpicked", "seed_nearest"]),
+                          (4, ["seed_nearest", "handpicked", "seed_nearest", "handpicked"])):
         out = seeds_for(problem, space, {"8192x64x8192": near_genomes}, {}, handpicked, k_shapes=3, limit=limit,
                         order=order)
         assert [origin for _, origin, _ in out] == expect, limit
         picked = [g for g, origin, _ in out if origin == "handpicked"]
         if picked:
             assert picked[0]["tile_n"] == 256                   # the one the order prices fastest
+    # an island takes the first seeds of its family's list: with a population of 8 over 4 families
+    # of 2, each island's two seeds are a hall-of-fame genome and the fastest hand-picked one
+    out = seeds_for(problem, space, {"8192x64x8192": near_genomes * 4}, {}, handpicked, k_shapes=3, limit=8,
+                    order=order)
+    assert [origin for _, origin, _ in out[:2]] == ["seed_nearest", "handpicked"] and out[1][0]["tile_n"] == 256
     # without hall-of-fame genomes every slot may be hand-picked
     out = seeds_for(problem, space, {}, {}, handpicked, k_shapes=3, limit=2, order=order)
     assert [origin for _, origin, _ in out] == ["handpicked", "handpicked"]
