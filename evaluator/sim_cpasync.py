@@ -2,8 +2,8 @@
 (sm90_lean's for the one-CTA-per-tile "ws" schedule), with a cp.async loader in place of TMA.
 
 Fitted to one H200 bench (docs/results/h200-cpasync: 13 cp.async kernels at 12 shapes): the
-same tiles ran 1.3-2.5x slower than with TMA, at every shape, and K = 1000 still cost them 37%
-(TMA: 58%), so the pitch penalty is one of unaligned row starts in the memory system, not of TMA
+same tiles ran 1.3-2.5x slower than with TMA, at every shape, and K = 1000 still cost them 38%
+(TMA: 59%), so the pitch penalty is one of unaligned row starts in the memory system, not of TMA
 alone. The model: the TMA model's time x 1.3, a pitch factor of 1.6 for rows that are not whole
 128-byte lines, and slower ingress for narrower loads (`ab_align` 4 and 2)."""
 
