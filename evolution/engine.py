@@ -51,6 +51,7 @@ from .confirm import admit
 from .llm_gateway import make_gateway
 from .reverify import verify_hall_of_fame
 from .rng import derive_seed
+from .seeding import prune_families
 from .engine_strategy import StrategyFactory
 from .engine_views import EngineViews
 from .shape_state import ShapeInputs, ShapeState, fmt_allocation
@@ -210,6 +211,12 @@ class Engine(StrategyFactory, EngineViews):
         if not spaces:
             self._skip(state, row)
             return None
+        ratio = getattr(self.config.population, "family_prune_ratio", None)
+        if ratio and len(spaces) > 1:
+            spaces, dropped = prune_families(spaces, problem, self.handpicked, ratio)
+            if dropped:
+                self.log(f"{problem.name}: left out (the model prices their fastest seed over {ratio:g}x the "
+                         "fastest family's): " + ", ".join(f"{f} {t:.1f} us vs {b:.1f}" for f, t, b in dropped))
         if row["allocation"] is None:
             state.allocation = allocation(self.config.budget, len(self.problems) - idx, inputs.finished,
                                           self.db.wall_seconds(), inputs.reserved)

@@ -105,6 +105,35 @@ def model_order(problem: Problem) -> Callable[[Genome], float]:
     return key
 
 
+def prune_families(spaces: Sequence[SearchSpace], problem: Problem, handpicked: Sequence[Mapping[str, Any]],
+                   ratio: float, order: "Callable[[Genome], float] | None" = None
+                   ) -> "tuple[list[SearchSpace], list[tuple[str, float, float]]]":
+    """The families worth searching on `problem`: those whose fastest valid hand-picked seed, by
+    `order` (default the simulator, `model_order(problem)`), is within `ratio` times the fastest
+    family's. A family with no valid hand-picked seed or no price is kept (nothing says it is
+    slow). Returns (kept spaces, [(family, its best price, the best price)] of those left out)."""
+    rank = order or model_order(problem)
+    best: dict[str, float] = {}
+    for space in spaces:
+        prices = []
+        for item in handpicked:
+            try:
+                genome = Genome.from_dict(item["genome"])
+            except (KeyError, ValueError, TypeError):
+                continue
+            if genome.family == space.family and fits(genome, problem) and space.is_valid(genome, problem):
+                prices.append(rank(space.normalise(genome)))
+        finite = [p for p in prices if math.isfinite(p)]
+        if finite:
+            best[space.family] = min(finite)
+    if not best:
+        return list(spaces), []
+    floor = min(best.values())
+    kept = [s for s in spaces if best.get(s.family, floor) <= ratio * floor]
+    dropped = [(s.family, best[s.family], floor) for s in spaces if s not in kept]
+    return kept, dropped
+
+
 def seeds_for(problem: Problem, space: SearchSpace, solved: Mapping[str, Sequence[Genome]],
               external: Mapping[str, Sequence[Mapping[str, Any]]], handpicked: Sequence[Mapping[str, Any]],
               k_shapes: int, limit: int, order: "Callable[[Genome], float] | None" = None

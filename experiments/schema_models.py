@@ -57,6 +57,10 @@ class Population(Strict):
     seed_fraction: float = Field(0.5, ge=0.0, le=1.0,
                                  description="at most this share of the first population comes from seeds")
     handpicked: bool = Field(True, description="include the hand-picked seed genomes of the families that fit")
+    family_prune_ratio: "float | None" = Field(
+        None, gt=1.0, description="leave out of a shape every family whose fastest hand-picked seed the "
+        "simulator prices over this many times the fastest family's (its island would spend evaluations on "
+        "kernels of another league); null: every family that supports the shape searches it")
     seed_order: Literal["model", "file"] = Field(
         "model", description="order of the hand-picked seeds: by the family's simulator model for the shape "
                              "(fastest first), or as the files are named")

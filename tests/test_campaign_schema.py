@@ -343,3 +343,13 @@ def test_unreadable_campaign_files_name_the_file(tmp_path, content, why):
     with pytest.raises(CampaignError) as info:
         load_campaign(tmp_path)
     assert str(info.value).startswith(str(tmp_path)) and "is a folder" in str(info.value)
+
+
+def test_family_prune_ratio_must_exceed_one(tmp_path):
+    errs = errors_of(tmp_path, """
+        name: x
+        shapes: [1024x1024x1024]
+        budget: {evaluations_per_shape: 8}
+        population: {size: 4, family_prune_ratio: 0.5}
+    """)
+    assert errs[0].startswith("population.family_prune_ratio: 0.5 is not allowed: must be > 1")

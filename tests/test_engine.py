@@ -452,3 +452,33 @@ def test_an_island_takes_the_hand_picked_seed_the_model_prices_fastest_among_its
     # without hall-of-fame genomes every slot may be hand-picked
     out = seeds_for(problem, space, {}, {}, handpicked, k_shapes=3, limit=2, order=order)
     assert [origin for _, origin, _ in out] == ["handpicked", "handpicked"]
+
+
+def test_families_the_model_prices_in_another_league_are_left_out_of_a_shape(tmp_path):
+    from evolution.seeding import load_handpicked, prune_families
+    from templates import family_registry
+    reg = family_registry()
+    names = ["sm90_cutlass", "sm90_splitk", "sm80_cutlass", "sm90_lean"]
+    spaces = [reg.space(n) for n in names]
+    handpicked = load_handpicked(names)
+    big = Problem(8192, 8192, 1024)
+    # a made-up price per family: sm90_splitk 5x, sm80_cutlass 1.5x the fastest
+    price = {"sm90_cutlass": 200.0, "sm90_lean": 260.0, "sm80_cutlass": 300.0, "sm90_splitk": 1000.0}
+    kept, dropped = prune_families(spaces, big, handpicked, 2.0, order=lambda g: price[g.family])
+    assert [s.family for s in kept] == ["sm90_cutlass", "sm80_cutlass", "sm90_lean"]
+    assert dropped == [("sm90_splitk", 1000.0, 200.0)]
+    # a family with no hand-picked seed (or no price) is kept: nothing says it is slow
+    kept, dropped = prune_families(spaces, big, [h for h in handpicked if h["genome"]["family"] != "sm90_splitk"],
+                                   2.0, order=lambda g: price[g.family])
+    assert len(kept) == 4 and not dropped
+    # the engine applies it when the campaign asks (the simulator prices split-K's seeds at several times
+    # a whole-K kernel's at this shape), says so in the log, and the left-out family proposes nothing
+    data = small_config(families=names, shapes=["8192x8192x1024"], budget={"evaluations_per_shape": 12},
+                        population={"size": 2, "islands": 1, "offspring": 1, "elite": 1, "migration_size": 1,
+                                    "seed_fraction": 1.0, "family_prune_ratio": 2.0})
+    run(tmp_path / "c", data)
+    log = (tmp_path / "c" / "campaign.log").read_text()
+    left = log.split("left out", 1)[1].splitlines()[0]
+    assert "sm90_splitk" in left and "sm90_cutlass" not in left
+    families = {f for (f,) in rows(tmp_path / "c", "SELECT g.family FROM proposals p JOIN genomes g ON g.id = p.genome_id")}
+    assert "sm90_splitk" not in families and "sm90_cutlass" in families
