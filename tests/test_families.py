@@ -257,3 +257,14 @@ def test_cpasync_model_pays_less_than_tma_for_rows_that_are_not_whole_lines():
     tma_cost = t["sm90_lean", 1000] / t["sm90_lean", 1024]
     cp_cost = t["sm90_cpasync", 1000] / t["sm90_cpasync", 1024]
     assert 1.0 <= cp_cost < tma_cost
+
+
+def test_splitk_model_reads_all_of_w_once_whatever_the_split():
+    from evaluator.sim_device import get_device
+    fam = FAMILIES.resolve("sm90_splitk")
+    dev = get_device("h200")
+    for shape in (Problem(16, 4096, 14336), Problem(64, 64, 4096), Problem(512, 512, 16384)):
+        floor_us = 2.0 * (shape.m + shape.n) * shape.k / (dev.hbm_tbps * 1e6)   # A and W leave DRAM once
+        for _, g in fam.seeds():
+            if fam.space.is_valid(g, shape):
+                assert simulate_time_us(g, shape, families=FAMILIES) >= floor_us, (g.short(), shape)
