@@ -53,9 +53,49 @@ def load_handpicked(families: "Iterable[str]") -> list[dict[str, Any]]:
             for fam in families for name, genome in registry.resolve(fam).seeds()]
 
 
+def bench_result_file(path: "str | Path") -> "Path | None":
+    """The bench.json an `evogemm bench` run wrote, given it or the folder holding it; else None."""
+    path = Path(path)
+    candidate = path / "bench.json" if path.is_dir() else path
+    if candidate.suffix != ".json" or not candidate.is_file():
+        return None
+    try:
+        data = json.loads(candidate.read_text())
+    except (OSError, ValueError):
+        return None
+    return candidate if isinstance(data, dict) and isinstance(data.get("shapes"), list) else None
+
+
+def _bench_pool(path: Path, per_shape: int) -> dict[str, list[dict[str, Any]]]:
+    """problem -> [{genome, time_us}] fastest first: the kernels a bench measured that passed the gate."""
+    pool: dict[str, list[dict[str, Any]]] = {}
+    for shape in json.loads(path.read_text())["shapes"]:
+        items = []
+        for k in shape.get("kernels") or []:
+            m = k.get("measurement") or {}
+            us = (m.get("device") or {}).get("median_us")
+            if m.get("status") != "ok" or us is None:
+                continue
+            try:
+                items.append({"genome": Genome.from_dict(k["genome"]).to_dict(), "time_us": float(us)})
+            except (KeyError, ValueError, TypeError):
+                continue
+        try:
+            problem = Problem.parse(str(shape["problem"])).name
+        except (KeyError, ValueError):
+            continue
+        if items:
+            pool[problem] = sorted(items, key=lambda e: e["time_us"])[:per_shape]
+    return pool
+
+
 def read_seed_pool(campaign_dir: "str | Path", per_shape: int = 8) -> dict[str, list[dict[str, Any]]]:
     """problem -> [{genome, time_us}] best first, from a campaign folder's hall_of_fame/*.json,
-    else from its campaign.db."""
+    else from its campaign.db; or from an `evogemm bench` result (its bench.json, or the folder
+    holding it): the kernels it measured that passed the gate, fastest first."""
+    bench = bench_result_file(campaign_dir)
+    if bench is not None:
+        return _bench_pool(bench, per_shape)
     folder = Path(campaign_dir)
     pool: dict[str, list[dict[str, Any]]] = {}
     hof_dir = folder / "hall_of_fame"

@@ -48,6 +48,7 @@ from typing import Any, Mapping
 import yaml
 from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
+from evolution.seeding import bench_result_file
 from genome import Problem
 from templates import default_family
 
@@ -128,8 +129,10 @@ class CampaignConfig(Strict):
         out = []
         for raw in dirs:
             path = resolve_path(raw, base_dir_of(info))
-            if not path.is_dir() or not ((path / "hall_of_fame").is_dir() or (path / "campaign.db").exists()):
-                raise ValueError(f"{raw}: {path} is not a campaign folder (no hall_of_fame/ or campaign.db)")
+            campaign = path.is_dir() and ((path / "hall_of_fame").is_dir() or (path / "campaign.db").exists())
+            if not campaign and bench_result_file(path) is None:
+                raise ValueError(f"{raw}: {path} is not a campaign folder (no hall_of_fame/ or campaign.db) "
+                                 "or an evogemm bench result (a bench.json, or a folder holding one)")
             out.append(str(path))
         return out
 

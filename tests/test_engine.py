@@ -151,6 +151,33 @@ def test_seed_from_an_earlier_campaign_and_handpicked(tmp_path):
     assert [e["genome"]["id"] for e in pool["1024x1024x1024"]][:3] == hof_one[:3]
 
 
+def test_seed_from_an_evogemm_bench_result(tmp_path):
+    from evolution.seeding import read_seed_pool
+    from experiments.schema import CampaignError, parse_campaign
+    space = get_space("sm90_cutlass")
+    genomes = [space.sample(random.Random(i)) for i in range(4)]
+    ok = lambda g, us: {"genome": g.to_dict(), "measurement": {"status": "ok", "device": {"median_us": us}}}
+    bench = {"meta": {}, "aggregate": {}, "shapes": [{"problem": "1024x1024x1024", "kernels": [
+        ok(genomes[0], 9.0), ok(genomes[1], 7.0),
+        {"genome": genomes[2].to_dict(), "measurement": {"status": "invalid", "device": None}},
+        ok(genomes[3], 8.0)]}]}
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "bench.json").write_text(json.dumps(bench))
+    for source in (tmp_path / "b", tmp_path / "b" / "bench.json"):     # the file or the folder holding it
+        pool = read_seed_pool(source)
+        assert [(e["genome"]["id"], e["time_us"]) for e in pool["1024x1024x1024"]] == \
+            [(genomes[1].id, 7.0), (genomes[3].id, 8.0), (genomes[0].id, 9.0)]   # passed the gate, fastest first
+    data = small_config(shapes=["1024x2048x1024"], seed_from=[str(tmp_path / "b" / "bench.json")],
+                        population={"size": 6, "islands": 2, "offspring": 3, "elite": 1, "migration_size": 1,
+                                    "seed_fraction": 1.0})
+    run(tmp_path / "c", data)
+    ops = rows(tmp_path / "c", "SELECT operator, genome_id FROM proposals WHERE round=0 ORDER BY seq")
+    assert [g for op, g in ops if op == "seed_from"][:1] == [genomes[1].id]
+    (tmp_path / "other.json").write_text(json.dumps({"a": 1}))
+    with pytest.raises(CampaignError, match="is not a campaign folder .* or an evogemm bench result"):
+        parse_campaign(small_config(seed_from=[str(tmp_path / "other.json")]), base_dir=tmp_path)
+
+
 def test_islands_migrate(tmp_path):
     data = small_config(shapes=["1024x1024x1024"], budget={"evaluations_per_shape": 60},
                         population={"size": 4, "islands": 3, "offspring": 2, "elite": 1, "migration_interval": 1,
