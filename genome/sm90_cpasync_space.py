@@ -7,6 +7,10 @@ loads need only `ab_align` elements of alignment (8, 4 or 2: 16, 8 or 4-byte loa
 family takes any even K with no copy, and, with `c_align` < 8 (direct stores from registers),
 any N. There is no cluster (no multicast without TMA) and no stream-K: one CTA per tile ("ws", two
 producer warpgroups) or the persistent ping-pong / cooperative schedules.
+
+Measured on the H200 (docs/results/h200-cpasync): 1.3-2.5x slower than the same tiles with TMA at
+every shape, and K = 1000 still costs it 38% (TMA: 59%). Kept for what only it does (an even K that
+is not a multiple of 8 without a copy); the public campaign leaves it out.
 """
 
 from __future__ import annotations
@@ -45,15 +49,6 @@ def _acc_registers(p):
     return None
 
 
-def _fix_acc_registers(p, rng):
-    if p["tile_m"] > 64 and (p["tile_m"] >= p["tile_n"] or rng.random() < 0.5):
-        p["tile_m"] //= 2
-    else:
-        smaller = [n for n in _sm90._choices("tile_n") if n < p["tile_n"]]
-        p["tile_n"] = smaller[-1] if smaller else p["tile_n"]
-    return p
-
-
 def _k_alignment(p, problem: Problem):
     if problem.k % p["ab_align"]:
         return (f"K={problem.k} is not a multiple of ab_align={p['ab_align']} (the cp.async width of A and W "
@@ -78,7 +73,7 @@ def make_space() -> SearchSpace:
     return replace(
         base, family=FAMILY, params=(*params, AB_ALIGN, C_ALIGN),
         rules=(*rules, Rule("accumulator-registers", "tile M x tile N / consumer threads <= 128 fp32 registers "
-                            "(ws), 64 (persistent)", _acc_registers, _fix_acc_registers),
+                            "(ws), 64 (persistent)", _acc_registers, _sm90._fix_acc_registers),
                Rule("direct-c-nosmem", "c_align < 8 only with the nosmem epilogue",
                             _direct_needs_nosmem, _fix_direct)),
         shape_rules=(ShapeRule("cp-async-alignment", "K a multiple of ab_align", _k_alignment),
