@@ -25,8 +25,8 @@ SLOWDOWN = 1.3              # measured / modelled time of the same model with TM
 
 def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: DeviceSpec) -> SimBreakdown:
     slow = INGRESS_SLOWDOWN[int(params.get("ab_align", 8))]
-    pitch = SECTOR_FACTOR if (2 * problem.k) % 128 else 1.0
-    cp = replace(sp, pitch64_l2_factor=pitch, pitch32_l2_factor=pitch, pitch16_l2_factor=pitch,
+    # row_pitch_factor applies these only to rows that are not whole 128-byte lines
+    cp = replace(sp, pitch64_l2_factor=SECTOR_FACTOR, pitch32_l2_factor=SECTOR_FACTOR, pitch16_l2_factor=SECTOR_FACTOR,
                  sm_ingress_bytes_per_clk=sp.sm_ingress_bytes_per_clk / slow)
     as_sm90 = dict(params, cluster_m=1, cluster_n=1)
     inner = (lean_model if params.get("schedule") == "ws" else sm90_model)(as_sm90, problem, cp, dev)

@@ -211,7 +211,7 @@ class Engine(StrategyFactory, EngineViews):
         if not spaces:
             self._skip(state, row)
             return None
-        ratio = getattr(self.config.population, "family_prune_ratio", None)
+        ratio = self.config.population.family_prune_ratio
         if ratio and len(spaces) > 1:
             spaces, dropped = prune_families(spaces, problem, self.handpicked, ratio)
             if dropped:

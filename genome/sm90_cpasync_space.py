@@ -58,15 +58,7 @@ def _k_alignment(p, problem: Problem):
 
 def make_space() -> SearchSpace:
     base = _sm90.make_space()
-    params = []
-    for spec in base.params:
-        if spec.name == "schedule":
-            params.append(SCHEDULE)
-        elif spec.name in FIXED:
-            params.append(ParamSpec(spec.name, FIXED[spec.name], spec.kind, spec.doc + " (fixed in this family)",
-                                    spec.ordered))
-        else:
-            params.append(spec)
+    params = _sm90.derived_params(base.params, fixed=FIXED, replaced=(SCHEDULE,))
     rules = tuple(r for r in base.rules if r.name not in ("pingpong-streamk", "splits-need-streamk",
                                                            "multicast-slice", "cluster-size",
                                                            "accumulator-registers"))

@@ -264,6 +264,16 @@ def knobs(params: Mapping[str, Any]) -> list[int]:
     ]
 
 
+def derived_params(params: "tuple[ParamSpec, ...]", fixed: "Mapping[str, tuple]" = {},
+                   replaced: "tuple[ParamSpec, ...]" = ()) -> "tuple[ParamSpec, ...]":
+    """The parameters of a family derived from this one: `params` in order, those named in `fixed`
+    pinned to its choices (their doc says so), those of `replaced` swapped for its spec of the same name."""
+    swap = {spec.name: spec for spec in replaced}
+    return tuple(swap[p.name] if p.name in swap else
+                 ParamSpec(p.name, fixed[p.name], p.kind, p.doc + " (fixed in this family)", p.ordered)
+                 if p.name in fixed else p for p in params)
+
+
 def make_space() -> SearchSpace:
     return SearchSpace(
         family=FAMILY,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import sm90_cutlass_space as _sm90
-from .space import ParamSpec, SearchSpace
+from .space import SearchSpace
 
 FAMILY = "sm90_lean"
 FIXED = {"schedule": ("ws",), "scheduler": ("persistent",), "splits": (1,), "decomposition": ("heuristic",),
@@ -21,8 +21,7 @@ knobs = _sm90.knobs
 
 def make_space() -> SearchSpace:
     base = _sm90.make_space()
-    params = tuple(ParamSpec(p.name, FIXED[p.name], p.kind, p.doc + " (fixed in this family)", p.ordered)
-                   if p.name in FIXED else p for p in base.params)
+    params = _sm90.derived_params(base.params, fixed=FIXED)
     rules = tuple(r for r in base.rules if r.name not in ("cooperative-tile-m", "pingpong-streamk",
                                                            "splits-need-streamk"))
     return replace(base, family=FAMILY, params=params, rules=rules,

@@ -82,7 +82,7 @@ def _fix_ws_persistent(p: Params, rng: random.Random) -> Params:
 
 def make_space() -> SearchSpace:
     base = _sm90.make_space()
-    params = tuple(SCHEDULE if spec.name == "schedule" else spec for spec in base.params)
+    params = _sm90.derived_params(base.params, replaced=(SCHEDULE,))
     return replace(base, family=FAMILY, params=(*params, C_ALIGN, K_PAD),
                    rules=(*base.rules, Rule("direct-c-nosmem", "c_align < 8 only with the nosmem epilogue",
                                             _direct_needs_nosmem, _fix_direct),
