@@ -22,7 +22,7 @@ from genome import Genome, Problem
 from templates import get_space
 
 from . import bench_package
-from .bench_report import ShapeResult, write_outputs
+from .bench_report import ShapeResult, merge_results, write_outputs
 
 DEFAULT_PEAK_TFLOPS = 989.0  # dense fp16 tensor peak of the H100/H200 (datasheet; MEASURE.md's roofline)
 DEFAULT_HBM_TBPS = 4.3       # H200 copy bandwidth measured in MEASURE.md (used when the worker did not measure)
@@ -187,6 +187,8 @@ def run_bench(problems: Sequence[Problem], kernels: Sequence[Genome], evaluator,
 def cmd_bench(args: argparse.Namespace) -> int:
     from evaluator.factory import NoGpuError, allowed_options, make_evaluator
     from experiments.cli import CliError
+    if args.merge:
+        return _merge(args)
     packages = [p for p in args.kernels or [] if bench_package.is_package(p)]
     if packages:
         return _bench_packages(args, packages)
@@ -259,6 +261,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _merge(args: argparse.Namespace) -> int:
+    """`--merge RESULT...`: one bench.md / .json / .csv from runs over disjoint shapes; times nothing."""
+    from experiments.cli import CliError
+    if args.suite or args.shapes or args.kernels:
+        raise CliError("--merge re-renders earlier results: give no --suite, --shapes or --kernels with it")
+    try:
+        results, meta = merge_results(args.merge)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    paths = write_outputs(results, Path(args.out), meta)
+    print(paths["md"].read_text())
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
 def _bench_packages(args: argparse.Namespace, packages: "list[str]") -> int:
     """`--kernels PKG` naming an exported package: its hgemm op against torch.matmul (bench_package)."""
     from experiments.cli import CliError
@@ -287,6 +304,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--per-shape", action="store_true",
                    help="time each shape with its own hall of fame from the campaign folders given (not every "
                         "hall on every shape); other kernel files are timed on every shape")
+    p.add_argument("--merge", nargs="+", metavar="RESULT",
+                   help="merge earlier bench results over disjoint shapes (bench.json files or their folders, "
+                        "e.g. a suite split over GPUs or device calls) into one --out; times nothing")
     p.add_argument("--modes", default="device,server,call", help="timing modes (default device,server,call)")
     p.add_argument("--backend", default="auto", choices=("auto", "gpu", "simulator"))
     p.add_argument("--out", default="bench-out", help="output folder for bench.json, bench.csv, bench.md")

@@ -118,7 +118,10 @@ def render_markdown(results: Sequence[ShapeResult], meta: dict) -> str:
     sim = " (SIMULATED: analytic model, no GPU)" if meta.get("simulated") else ""
     names = sorted({n for r in results for n in r.baselines.device})
     lines = [f"# evogemm bench{sim}", "",
-             f"- date: {meta['date']}", f"- device: {meta['device']}", f"- command: `{meta['command']}`",
+             f"- date: {meta['date']}", f"- device: {meta['device']}",
+             *([f"- command: `{meta['command']}`"] if not meta.get("merged_from") else
+               [f"- merged from {len(meta['merged_from'])} bench runs over disjoint shapes (`evogemm bench --merge`):",
+                *(f"  - {m['date']} on {m['host']}: `{m['command']}`" for m in meta["merged_from"])]),
              f"- kernels: {meta['n_kernels']}; shapes: {len(results)}; timing: {meta['timing_note']}",
              *([f"- WARNING: timing below MEASURE.md's protocol ({', '.join(meta['below_protocol'])}); "
                 "indicative only"] if meta.get("below_protocol") else []), "",
@@ -204,6 +207,67 @@ def render_markdown(results: Sequence[ShapeResult], meta: dict) -> str:
                    _fmt(best[1].call.median_us) if best and best[1].call else "-", _fmt(cv[1]) if cv else "-"]
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
+
+
+def load_results(path: "str | Path") -> "tuple[list[ShapeResult], dict]":
+    """The shapes and meta of a bench.json that `write_outputs` wrote (or the folder holding it)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "bench.json"
+    try:
+        data = json.loads(path.read_text())
+        results = [ShapeResult(problem=Problem.parse(s["problem"]),
+                               baselines=BaselineSet.from_dict(s["baselines"]),
+                               measurements=[(Genome.from_dict(k["genome"]), Measurement.from_dict(k["measurement"]))
+                                             for k in s.get("kernels", [])],
+                               focused=s.get("focused"))
+                   for s in data["shapes"]]
+        return results, dict(data["meta"])
+    except FileNotFoundError as exc:
+        raise ValueError(f"{path}: no bench result there") from exc
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: not a bench.json written by evogemm bench ({type(exc).__name__}: {exc})") from exc
+
+
+def merge_results(paths: "Sequence[str | Path]") -> "tuple[list[ShapeResult], dict]":
+    """One result from bench runs over disjoint shapes (a suite split over GPUs or device calls):
+    the shapes in the order given, and a meta that keeps each run's date, device, host and
+    command. Refused: a shape in two runs (which one to quote is a choice), simulated and measured
+    runs together, and runs whose roofline peaks differ."""
+    if len(paths) < 2:
+        raise ValueError("--merge: give two or more bench results")
+    results: list[ShapeResult] = []
+    metas: list[dict] = []
+    seen: dict[str, str] = {}
+    for path in paths:
+        shapes, meta = load_results(path)
+        for r in shapes:
+            if r.problem.name in seen:
+                raise ValueError(f"--merge: {r.problem.name} is in both {seen[r.problem.name]} and {path}")
+            seen[r.problem.name] = str(path)
+        results += shapes
+        metas.append({"path": str(path), **meta})
+    if len({bool(m.get("simulated")) for m in metas}) > 1:
+        raise ValueError("--merge: simulated and measured bench results cannot be merged")
+    if len({m.get("peak_tflops") for m in metas}) > 1:
+        raise ValueError("--merge: the runs used different --peak-tflops")
+    first = metas[0]
+    meta = {"date": max(m.get("date", "") for m in metas), "device": first.get("device"),
+            "simulated": bool(first.get("simulated")),
+            "command": " ; ".join(m.get("command", "?") for m in metas),
+            "n_kernels": sum(m.get("n_kernels", 0) for m in metas),
+            "host": ", ".join(sorted({str(m.get("host")) for m in metas})),
+            "timing": first.get("timing"), "modes": first.get("modes"),
+            "below_protocol": sorted({b for m in metas for b in m.get("below_protocol") or []}),
+            "timing_note": first.get("timing_note"), "peak_tflops": first.get("peak_tflops"),
+            # the roofline's memory side: the lowest copy bandwidth any run measured (the strictest)
+            "hbm_tbps": min(m.get("hbm_tbps") or float("inf") for m in metas),
+            "hbm_source": first.get("hbm_source"),
+            "merged_from": [{k: m.get(k) for k in ("path", "date", "device", "host", "command", "hbm_tbps")}
+                            for m in metas]}
+    if len({m.get("device") for m in metas}) > 1:
+        meta["device"] = " / ".join(dict.fromkeys(str(m.get("device")) for m in metas))
+    return results, meta
 
 
 def write_outputs(results: Sequence[ShapeResult], out: Path, meta: dict) -> dict[str, Path]:

@@ -203,3 +203,49 @@ def test_per_shape_bench_times_each_shape_with_its_own_hall_of_fame(tmp_path):
     data = json.loads((out / "bench.json").read_text())
     timed = {s["problem"]: [k["genome"]["id"] for k in s["kernels"]] for s in data["shapes"]}
     assert timed == {"1024x1024x1024": [a.id], "2048x2048x2048": [b.id]}
+
+
+def _sim_bench(out, *shapes):
+    proc = subprocess.run([sys.executable, "-m", "experiments.cli", "bench", "--shapes", *shapes, "--kernels",
+                           str(GENOMES), "--backend", "simulator", "--out", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads((out / "bench.json").read_text())
+
+
+def test_merge_bench_results_over_disjoint_shapes(tmp_path):
+    """A suite split over GPUs or calls: --merge gives one result whose aggregate is over all the
+    shapes, keeps each run's command, and refuses overlapping shapes or bad input."""
+    from experiments.bench_report import load_results
+    a = _sim_bench(tmp_path / "a", "1024x1024x1024", "96x3072x768")
+    b = _sim_bench(tmp_path / "b", "2048x2048x2048")
+    out = tmp_path / "merged"
+    cli = [sys.executable, "-m", "experiments.cli", "bench", "--merge"]
+    proc = subprocess.run([*cli, str(tmp_path / "a"), str(tmp_path / "b" / "bench.json"), "--out", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((out / "bench.json").read_text())
+    assert [s["problem"] for s in data["shapes"]] == ["1024x1024x1024", "96x3072x768", "2048x2048x2048"]
+    speedups = [s["speedups"]["best_vendor"] for s in a["shapes"] + b["shapes"]]
+    assert data["aggregate"]["best_vendor"]["geomean"] == pytest.approx(geomean(speedups))
+    assert data["aggregate"]["best_vendor"]["of"] == 3
+    assert [m["command"] for m in data["meta"]["merged_from"]] == [a["meta"]["command"], b["meta"]["command"]]
+    md = (out / "bench.md").read_text()
+    assert "merged from 2 bench runs" in md and md.count("--shapes 1024x1024x1024 96x3072x768") == 1
+    # the merged result reads back like any bench result (and so can be merged or seeded from again)
+    results, meta = load_results(out)
+    assert len(results) == 3 and meta["simulated"] is True
+    assert [r.best()[0].id for r in results] == [s["best"] for s in data["shapes"]]
+
+    overlap = subprocess.run([*cli, str(tmp_path / "a"), str(out), "--out", str(tmp_path / "x")],
+                             capture_output=True, text=True)
+    assert overlap.returncode != 0 and "1024x1024x1024 is in both" in overlap.stderr
+    (tmp_path / "junk.json").write_text("{}")
+    junk = subprocess.run([*cli, str(tmp_path / "a"), str(tmp_path / "junk.json"), "--out", str(tmp_path / "y")],
+                          capture_output=True, text=True)
+    assert junk.returncode != 0 and "not a bench.json" in junk.stderr
+    missing = subprocess.run([*cli, str(tmp_path / "a"), str(tmp_path / "nothing"), "--out", str(tmp_path / "z")],
+                             capture_output=True, text=True)
+    assert missing.returncode != 0 and "no bench result there" in missing.stderr
+    mixed = subprocess.run([*cli, str(tmp_path / "a"), "--shapes", "64x64x64", "--out", str(tmp_path / "w")],
+                           capture_output=True, text=True)
+    assert mixed.returncode != 0 and "times nothing" not in mixed.stdout and "re-renders" in mixed.stderr
