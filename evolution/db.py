@@ -367,6 +367,24 @@ class CampaignDB(SearchRecords):
                               (genome_id, problem)).fetchone()
         return Measurement.from_dict(json.loads(r["json"])) if r else None
 
+    def best_standing(self, problem: str) -> "tuple[Genome, Measurement, bool] | None":
+        """The fastest time the campaign stands by, as (genome, measurement, confirmed): each
+        genome's confirming measurement where it has one (a failed confirmation drops it), else its
+        search measurement. A genome that timed well once and slower when measured again (the
+        winner's curse) is quoted at its second time, as the hall of fame holds it."""
+        confirmations = {r["genome_id"]: Measurement.from_dict(json.loads(r["json"])) for r in self.conn.execute(
+            "SELECT genome_id, json FROM confirmations WHERE problem=?", (problem,))}
+        best = None
+        for genome, m in self.best(problem, limit=-1):
+            confirmed = confirmations.get(genome.id)
+            if confirmed is not None:
+                if not confirmed.ok or confirmed.time_us is None:
+                    continue
+                m = confirmed
+            if best is None or (m.time_us, genome.id) < (best[1].time_us, best[0].id):
+                best = (genome, m, confirmed is not None)
+        return best
+
     # -- events ------------------------------------------------------------------------------------
     def _event(self, kind: str, problem: "str | None", data: Any) -> None:
         self.conn.execute("INSERT INTO events(created, session, kind, problem, data) VALUES (?,?,?,?,?)",
