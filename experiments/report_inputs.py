@@ -181,8 +181,8 @@ def campaign_section(db: Any, source: str) -> Section:
     for shape in shapes:
         problem = Problem.parse(shape)
         bs = db.baselines(shape)
-        best = db.best(shape, 1)
-        m = best[0][1] if best else None
+        standing = db.best_standing(shape)   # at its confirming measurement, as the hall of fame holds it
+        m = standing[1] if standing else None
         t = m.time_us if m else None
         vendor = bs.best_vendor_us if bs else None
         for n in names:
