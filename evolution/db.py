@@ -368,21 +368,24 @@ class CampaignDB(SearchRecords):
         return Measurement.from_dict(json.loads(r["json"])) if r else None
 
     def best_standing(self, problem: str) -> "tuple[Genome, Measurement, bool] | None":
-        """The fastest time the campaign stands by, as (genome, measurement, confirmed): each
-        genome's confirming measurement where it has one (a failed confirmation drops it), else its
-        search measurement. A genome that timed well once and slower when measured again (the
-        winner's curse) is quoted at its second time, as the hall of fame holds it."""
+        """The fastest time the campaign stands by, as (genome, measurement, confirmed). Where the
+        shape has confirmations (a GPU campaign confirms every hall-of-fame entrant), only confirmed
+        genomes count, at their confirming measurement, as the hall of fame holds them: a genome
+        that timed well once and slower when measured again (the winner's curse) is quoted at its
+        second time, a failed confirmation drops it, and a genome never confirmed (not among a
+        round's entrants) is not quoted at its single search time. Without confirmations (the
+        simulator), the search measurements."""
         confirmations = {r["genome_id"]: Measurement.from_dict(json.loads(r["json"])) for r in self.conn.execute(
             "SELECT genome_id, json FROM confirmations WHERE problem=?", (problem,))}
         best = None
         for genome, m in self.best(problem, limit=-1):
-            confirmed = confirmations.get(genome.id)
-            if confirmed is not None:
-                if not confirmed.ok or confirmed.time_us is None:
+            if confirmations:
+                confirmed = confirmations.get(genome.id)
+                if confirmed is None or not confirmed.ok or confirmed.time_us is None:
                     continue
                 m = confirmed
             if best is None or (m.time_us, genome.id) < (best[1].time_us, best[0].id):
-                best = (genome, m, confirmed is not None)
+                best = (genome, m, bool(confirmations))
         return best
 
     # -- events ------------------------------------------------------------------------------------

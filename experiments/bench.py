@@ -22,10 +22,8 @@ from genome import Genome, Problem
 from templates import get_space
 
 from . import bench_package
-from .bench_report import ShapeResult, merge_results, write_outputs
+from .bench_report import DEFAULT_HBM_TBPS, DEFAULT_PEAK_TFLOPS, ShapeResult, merge_results, write_outputs
 
-DEFAULT_PEAK_TFLOPS = 989.0  # dense fp16 tensor peak of the H100/H200 (datasheet; MEASURE.md's roofline)
-DEFAULT_HBM_TBPS = 4.3       # H200 copy bandwidth measured in MEASURE.md (used when the worker did not measure)
 
 
 class BenchError(ValueError):

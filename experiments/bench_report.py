@@ -20,6 +20,10 @@ from evaluator.api import BaselineSet, Measurement
 from evaluator.paired import PairedRatio, paired_ratio
 from genome import Genome, Problem
 
+DEFAULT_PEAK_TFLOPS = 989.0  # dense fp16 tensor peak of the H100/H200 (datasheet; MEASURE.md's roofline)
+DEFAULT_HBM_TBPS = 4.3       # H200 copy bandwidth measured in MEASURE.md (used when the worker did not measure)
+
+
 @dataclass
 class ShapeResult:
     problem: Problem
@@ -229,15 +233,26 @@ def load_results(path: "str | Path") -> "tuple[list[ShapeResult], dict]":
         raise ValueError(f"{path}: not a bench.json written by evogemm bench ({type(exc).__name__}: {exc})") from exc
 
 
+def _runs_of(path: "str | Path", meta: dict) -> list[dict]:
+    """The bench runs behind one result: itself, or the runs a merged result was made of."""
+    keys = ("path", "date", "device", "host", "command", "hbm_tbps", "hbm_source", "n_kernels")
+    if meta.get("merged_from"):
+        return [{k: run.get(k) for k in keys} for run in meta["merged_from"]]
+    return [{k: meta.get(k) for k in keys} | {"path": str(path)}]
+
+
 def merge_results(paths: "Sequence[str | Path]") -> "tuple[list[ShapeResult], dict]":
     """One result from bench runs over disjoint shapes (a suite split over GPUs or device calls):
-    the shapes in the order given, and a meta that keeps each run's date, device, host and
-    command. Refused: a shape in two runs (which one to quote is a choice), simulated and measured
-    runs together, and runs whose roofline peaks differ."""
+    the shapes in the order given, and a meta that lists every run (date, device, host, command;
+    a merged result given again is flattened into its runs). Refused: a shape in two results
+    (which one to quote is a choice), simulated and measured results together, and results from
+    different devices, timing options, modes or roofline peaks. A result written before the
+    roofline figures were recorded is read with the defaults (989 TFLOP/s, 4.3 TB/s), and says so."""
     if len(paths) < 2:
         raise ValueError("--merge: give two or more bench results")
     results: list[ShapeResult] = []
     metas: list[dict] = []
+    runs: list[dict] = []
     seen: dict[str, str] = {}
     for path in paths:
         shapes, meta = load_results(path)
@@ -245,28 +260,33 @@ def merge_results(paths: "Sequence[str | Path]") -> "tuple[list[ShapeResult], di
             if r.problem.name in seen:
                 raise ValueError(f"--merge: {r.problem.name} is in both {seen[r.problem.name]} and {path}")
             seen[r.problem.name] = str(path)
+        if meta.get("peak_tflops") is None:
+            meta["peak_tflops"] = DEFAULT_PEAK_TFLOPS
+        if not meta.get("hbm_tbps"):
+            meta["hbm_tbps"], meta["hbm_source"] = DEFAULT_HBM_TBPS, "MEASURE.md's H200 copy bandwidth (not recorded)"
         results += shapes
         metas.append({"path": str(path), **meta})
-    if len({bool(m.get("simulated")) for m in metas}) > 1:
-        raise ValueError("--merge: simulated and measured bench results cannot be merged")
-    if len({m.get("peak_tflops") for m in metas}) > 1:
-        raise ValueError("--merge: the runs used different --peak-tflops")
+        runs += _runs_of(path, meta)
+    for key, what in (("simulated", "simulated and measured results"), ("device", "results from different devices"),
+                      ("timing", "results with different timing options"), ("modes", "results with different modes"),
+                      ("peak_tflops", "results with different --peak-tflops")):
+        values = {json.dumps(m.get(key), sort_keys=True) for m in metas}
+        if len(values) > 1:
+            raise ValueError(f"--merge: {what} cannot be merged ({key}: {', '.join(sorted(values))})")
     first = metas[0]
-    meta = {"date": max(m.get("date", "") for m in metas), "device": first.get("device"),
+    # the roofline's memory side: the highest copy bandwidth a run measured, so that no shape's
+    # percent of the roofline is quoted above what its own run's figure would give
+    roof = max(metas, key=lambda m: m["hbm_tbps"])
+    meta = {"date": max(m.get("date") or "" for m in metas), "device": first.get("device"),
             "simulated": bool(first.get("simulated")),
-            "command": " ; ".join(m.get("command", "?") for m in metas),
-            "n_kernels": sum(m.get("n_kernels", 0) for m in metas),
-            "host": ", ".join(sorted({str(m.get("host")) for m in metas})),
+            "command": " ; ".join(str(r.get("command")) for r in runs),
+            "n_kernels": len({g.id for r in results for g, _ in r.measurements}),
+            "host": ", ".join(sorted({str(r.get("host")) for r in runs})),
             "timing": first.get("timing"), "modes": first.get("modes"),
             "below_protocol": sorted({b for m in metas for b in m.get("below_protocol") or []}),
-            "timing_note": first.get("timing_note"), "peak_tflops": first.get("peak_tflops"),
-            # the roofline's memory side: the lowest copy bandwidth any run measured (the strictest)
-            "hbm_tbps": min(m.get("hbm_tbps") or float("inf") for m in metas),
-            "hbm_source": first.get("hbm_source"),
-            "merged_from": [{k: m.get(k) for k in ("path", "date", "device", "host", "command", "hbm_tbps")}
-                            for m in metas]}
-    if len({m.get("device") for m in metas}) > 1:
-        meta["device"] = " / ".join(dict.fromkeys(str(m.get("device")) for m in metas))
+            "timing_note": first.get("timing_note"), "peak_tflops": first["peak_tflops"],
+            "hbm_tbps": roof["hbm_tbps"], "hbm_source": roof.get("hbm_source"),
+            "merged_from": runs}
     return results, meta
 
 

@@ -224,8 +224,9 @@ def campaign_section(db: Any, source: str) -> Section:
     if len([c for c in curves if c.y]) > 1:
         curves.append(_geomean_curve(curves))
     if any(c.y for c in curves):
-        section.convergence = ConvergenceData(f"{name}: convergence per shape", curves,
-                                              "evaluations of the shape", simulated=simulated)
+        confirmed = any((b := db.best_standing(s)) is not None and b[2] for s in shapes)
+        title = f"{name}: convergence per shape" + (" (search measurements, before confirmation)" if confirmed else "")
+        section.convergence = ConvergenceData(title, curves, "evaluations of the shape", simulated=simulated)
     if segments:
         policy = (config.get("selection") or {}).get("policy") or "policy"
         section.weights = WeightsData(f"{name}: operator weights ({policy}) over the campaign", segments,
