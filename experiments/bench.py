@@ -25,7 +25,6 @@ from . import bench_package
 from .bench_report import DEFAULT_HBM_TBPS, DEFAULT_PEAK_TFLOPS, ShapeResult, merge_results, write_outputs
 
 
-
 class BenchError(ValueError):
     pass
 
