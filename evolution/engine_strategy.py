@@ -45,7 +45,8 @@ class StrategyFactory:
                 out += seeds_for(state.problem, space, solved if pop.nearest_shapes else {},
                                  self.seed_pool if pop.nearest_shapes else {},
                                  self.handpicked if pop.handpicked else [], pop.nearest_shapes, limit,
-                                 order=None if pop.seed_order == "model" else _file_order)
+                                 order=None if pop.seed_order == "model" else _file_order,
+                                 generalist=pop.seed_generalist)
             return out
 
         parents = cfg.selection.parents

@@ -174,16 +174,61 @@ def prune_families(spaces: Sequence[SearchSpace], problem: Problem, handpicked: 
     return kept, dropped
 
 
+GENERALIST_SHARPNESS = 8.0   # credit (fastest time / its time) ** 8: 1 at the best, 0.66 at 5% slower, 0.2 at 20%
+
+
+def generalist_scores(problem: Problem, external: Mapping[str, Sequence[Mapping[str, Any]]]
+                      ) -> list[tuple[float, Genome, int]]:
+    """Genomes of measured seed pools (shape -> [{genome, time_us}]) ranked as generalists for
+    `problem`, best first, as (score, genome, shapes): at every other shape a genome earns
+    (the shape's fastest time / its time) ** GENERALIST_SHARPNESS, weighted 1 / (1 + distance) to
+    `problem`: a kernel that came near the best at many shapes, nearer ones counting more.
+    Leave-one-shape-out on the 28 public shapes with H200 measurements, a first population whose
+    first seed from other shapes is the family's generalist (`population.seed_generalist`) held a
+    faster measured seed at 7 shapes and a slower one at 4 than the nearest shapes' heads did
+    (geomean 0.961x against 0.950x; docs/results/h200-unseen-campaign/seed-kb-crossval.log): a
+    small gain, not yet measured in a GPU campaign, so it is off by default."""
+    score: dict[str, float] = {}
+    genomes: dict[str, Genome] = {}
+    shapes: dict[str, int] = {}
+    for name, items in external.items():
+        if name == problem.name:
+            continue
+        timed = []
+        for item in items:
+            us = item.get("time_us")
+            try:
+                genome = Genome.from_dict(item["genome"])
+            except (KeyError, ValueError, TypeError):
+                continue
+            if isinstance(us, (int, float)) and us > 0:
+                timed.append((genome, float(us)))
+        if not timed:
+            continue
+        fastest = min(us for _, us in timed)
+        weight = 1.0 / (1.0 + shape_distance(problem, Problem.parse(name)))
+        best_here: dict[str, float] = {}
+        for genome, us in timed:  # a genome measured twice at a shape counts once, at its best
+            best_here[genome.id] = min(us, best_here.get(genome.id, math.inf))
+            genomes[genome.id] = genome
+        for gid, us in best_here.items():
+            score[gid] = score.get(gid, 0.0) + weight * (fastest / us) ** GENERALIST_SHARPNESS
+            shapes[gid] = shapes.get(gid, 0) + 1
+    return sorted(((sc, genomes[gid], shapes[gid]) for gid, sc in score.items()), key=lambda t: (-t[0], t[1].id))
+
+
 def seeds_for(problem: Problem, space: SearchSpace, solved: Mapping[str, Sequence[Genome]],
               external: Mapping[str, Sequence[Mapping[str, Any]]], handpicked: Sequence[Mapping[str, Any]],
-              k_shapes: int, limit: int, order: "Callable[[Genome], float] | None" = None
-              ) -> list[tuple[Genome, str, str]]:
+              k_shapes: int, limit: int, order: "Callable[[Genome], float] | None" = None,
+              generalist: bool = False) -> list[tuple[Genome, str, str]]:
     """Up to `limit` distinct genomes valid for `problem`, as (genome, origin, note): the halls of
     fame of the nearest solved shapes (this campaign's first on ties) and, alternating with them
     from the head of the list, hand-picked ones (at least a quarter of the slots where there are
     both), the hand-picked ones ordered by `order` (default `model_order(problem)`: the family's
     simulator model, so that a small population starts from the seeds the model prices fastest
-    for this shape rather than from the first files), stable on ties."""
+    for this shape rather than from the first files), stable on ties. With `generalist`, the
+    family's best generalist of the measured pools (`generalist_scores`) leads the genomes from
+    other shapes."""
     seen: set[str] = set()
 
     def valid(genome: Genome) -> "Genome | None":
@@ -209,6 +254,13 @@ def seeds_for(problem: Problem, space: SearchSpace, solved: Mapping[str, Sequenc
             except (KeyError, ValueError, TypeError):
                 continue
     near_seeds: list[tuple[Genome, str, str]] = []
+    if generalist and external:
+        for score, genome, n_shapes in generalist_scores(problem, external):
+            g = valid(genome)
+            if g is not None:
+                near_seeds.append((g, "seed_from", f"generalist of the measured shapes (score {score:.2f} "
+                                                   f"over {n_shapes} shapes)"))
+                break
     if k_shapes > 0 and pools:
         near = nearest_shapes(problem, pools, k_shapes)
         # interleave: best of each near shape, then second best, ...

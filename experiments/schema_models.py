@@ -65,6 +65,10 @@ class Population(Strict):
         "model", description="order of the hand-picked seeds: by the family's simulator model for the shape "
                              "(fastest first), or as the files are named")
     nearest_shapes: int = Field(3, ge=0, description="solved shapes whose hall of fame seeds a new shape")
+    seed_generalist: bool = Field(
+        False, description="each family's first seed from other shapes is its generalist: the genome of the "
+        "seed_from results that came within a few percent of the fastest kernel at the most shapes, nearer "
+        "shapes counting more (evolution/seeding.py); the nearest shapes' best follow it")
     max_stall_rounds: int = Field(10, ge=1, description="stop a shape after this many rounds without a new genome")
     shapes_in_flight: int = Field(
         1, ge=1, le=256, description="shapes searched at once: shape i starts once every shape up to i - "

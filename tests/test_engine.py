@@ -173,6 +173,11 @@ def test_seed_from_an_evogemm_bench_result(tmp_path):
     run(tmp_path / "c", data)
     ops = rows(tmp_path / "c", "SELECT operator, genome_id FROM proposals WHERE round=0 ORDER BY seq")
     assert [g for op, g in ops if op == "seed_from"][:1] == [genomes[1].id]
+    # population.seed_generalist: the campaign's first seed from other shapes is the generalist, said so
+    data["population"]["seed_generalist"] = True
+    run(tmp_path / "g", data)
+    notes = rows(tmp_path / "g", "SELECT note FROM proposals WHERE round=0 AND operator='seed_from' ORDER BY seq")
+    assert notes and notes[0][0].startswith("generalist of the measured shapes")
     (tmp_path / "other.json").write_text(json.dumps({"a": 1}))
     with pytest.raises(CampaignError, match="is not a campaign folder .* or an evogemm bench result"):
         parse_campaign(small_config(seed_from=[str(tmp_path / "other.json")]), base_dir=tmp_path)
@@ -479,6 +484,53 @@ def test_an_island_takes_the_hand_picked_seed_the_model_prices_fastest_among_its
     # without hall-of-fame genomes every slot may be hand-picked
     out = seeds_for(problem, space, {}, {}, handpicked, k_shapes=3, limit=2, order=order)
     assert [origin for _, origin, _ in out] == ["handpicked", "handpicked"]
+
+
+def test_the_generalist_of_the_measured_shapes_leads_the_seeds_from_other_shapes():
+    """seed_generalist: the family's genome that came near the fastest at the most measured shapes
+    (nearer ones weigh more) takes the first slot from other shapes; the nearest shape's head follows,
+    the hand-picked slot is kept, other families' and invalid genomes are skipped, and it is off by
+    default."""
+    from evolution.seeding import generalist_scores, seeds_for
+    from templates import family_registry
+    space = family_registry().space("sm90_cutlass")
+    problem = Problem(4096, 4096, 4096)
+    base = space.normalise(Genome.make("sm90_cutlass", dict(space.default_params(), tile_m=128, tile_n=128,
+                                                            schedule="cooperative", tile_k=64)))
+    every, local, other = (base.with_params(tile_n=n) for n in (256, 64, 192))
+    assert len({g.id for g in (every, local, other)}) == 3
+    bad = base.with_params(schedule="pingpong", tile_n=256)   # too many accumulators: invalid on any shape
+    assert not space.is_valid(bad, problem)
+    skinny = family_registry().space("skinny_mma")
+    foreign = skinny.normalise(Genome.make("skinny_mma", skinny.default_params()))
+    # `every` is within 2% of the fastest at three far shapes; `local` is the fastest at the nearest one only
+    external = {
+        "4096x4096x2048": [{"genome": local.to_dict(), "time_us": 100.0}, {"genome": every.to_dict(), "time_us": 130.0}],
+        "1024x1024x1024": [{"genome": foreign.to_dict(), "time_us": 5.0}, {"genome": every.to_dict(), "time_us": 5.1},
+                           {"genome": other.to_dict(), "time_us": 6.0}],
+        "2048x2048x2048": [{"genome": every.to_dict(), "time_us": 28.0}, {"genome": every.to_dict(), "time_us": 29.0}],
+        "8192x8192x8192": [{"genome": every.to_dict(), "time_us": 1700.0}, {"genome": other.to_dict(), "time_us": 2000.0}],
+        "4096x4096x4096": [{"genome": other.to_dict(), "time_us": 1.0}],   # the shape itself: ignored
+        # the best generalist, at three shapes next door, but invalid here
+        **{name: [{"genome": bad.to_dict(), "time_us": 1.0}] for name in ("4096x4096x8192", "4096x2048x4096",
+                                                                          "2048x4096x4096")},
+    }
+    ranked = generalist_scores(problem, external)
+    assert [g.id for _, g, _ in ranked[:2]] == [bad.id, every.id] and ranked[1][2] == 4
+    handpicked = [{"name": "hp", "genome": base.with_params(tile_n=96).to_dict()}]
+    v = lambda g, sp=space, pr=problem: sp.validate(g, pr).id   # noqa: E731 - the id a seed list holds
+    out = seeds_for(problem, space, {}, external, handpicked, k_shapes=3, limit=3, generalist=True)
+    # the shape's own earlier measurements (distance 0) are the nearest: they follow the generalist
+    assert [g.id for g, _, _ in out] == [v(every), v(base.with_params(tile_n=96)), v(other)], [n for _, _, n in out]
+    assert "generalist" in out[0][2] and "4096x4096x4096 (distance 0.00)" in out[2][2]
+    out = seeds_for(problem, space, {}, external, handpicked, k_shapes=5, limit=4, generalist=True)
+    assert out[3][0].id == v(local)                   # then the next valid shape's head (bad ones skipped)
+    off = seeds_for(problem, space, {}, external, handpicked, k_shapes=5, limit=3)
+    assert [g.id for g, _, _ in off] == [v(other), v(base.with_params(tile_n=96)), v(local)]
+    assert all("generalist" not in note for _, _, note in off)
+    # a skinny island gets its own family's generalist (here the only skinny genome), never another family's
+    sk = seeds_for(Problem(16, 4096, 4096), skinny, {}, external, [], k_shapes=3, limit=1, generalist=True)
+    assert [g.id for g, _, _ in sk] == [v(foreign, skinny, Problem(16, 4096, 4096))]
 
 
 def test_families_the_model_prices_in_another_league_are_left_out_of_a_shape(tmp_path):

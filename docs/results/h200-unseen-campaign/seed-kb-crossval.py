@@ -49,10 +49,12 @@ tail = rest[rest.index("families:"):]
 rows = []
 for held in shapes:
     out = {}
-    for label, files in (("committed", COMMITTED), ("kb", COMMITTED + EXTRA)):
+    for label, files, generalist in (("committed", COMMITTED, False), ("kb", COMMITTED + EXTRA, False),
+                                     ("generalist", COMMITTED, True)):
         w = WORK / f"{held}-{label}"; shutil.rmtree(w, ignore_errors=True); w.mkdir(parents=True)
         paths = [filtered(f, held, w / f"src{i}" if (R / f).is_dir() else w / f"src{i}.json") for i, f in enumerate(files)]
         y = head.replace("suite: ../suites/public.yaml", f"shapes: [{held}]") + "seed_from:\n" + "".join(f"  - {p}\n" for p in paths) + tail
+        y = y.replace("  seed_fraction: 1.0\n", "  seed_fraction: 1.0\n" + ("  seed_generalist: true\n" if generalist else ""))
         (w / "c.yaml").write_text(y)
         r = subprocess.run([sys.executable, "-m", "experiments.cli", "run", str(w / "c.yaml"), "--backend", "simulator",
                             "--out", str(w / "run"), "--no-live"], capture_output=True, text=True, cwd=REPO)
@@ -64,9 +66,10 @@ for held in shapes:
     rows.append((held, out))
     print(held, out, flush=True)
 json.dump(rows, open(WORK / "rows.json", "w"))
-g = lambda xs: statistics.geometric_mean(xs)
-a = [o["committed"][2] for _, o in rows if o.get("committed", (0, 0, None))[2] and o.get("kb", (0, 0, None))[2]]
-b = [o["kb"][2] for _, o in rows if o.get("committed", (0, 0, None))[2] and o.get("kb", (0, 0, None))[2]]
-print(f"geomean of the best known seed: committed {g(a):.4f}, knowledge base {g(b):.4f}; "
-      f"kb better by >1% at {sum(y > x * 1.01 for x, y in zip(a, b))}, worse at {sum(y < x / 1.01 for x, y in zip(a, b))} "
-      f"of {len(a)} shapes")
+g = statistics.geometric_mean
+for other in ("kb", "generalist"):
+    pairs = [(o["committed"][2], o[other][2]) for _, o in rows
+             if o.get("committed", (0, 0, None))[2] and o.get(other, (0, 0, None))[2]]
+    a, b = [x for x, _ in pairs], [y for _, y in pairs]
+    print(f"geomean of the best known seed: committed {g(a):.4f}, {other} {g(b):.4f}; {other} better by >1% at "
+          f"{sum(y > x * 1.01 for x, y in pairs)}, worse at {sum(y < x / 1.01 for x, y in pairs)} of {len(pairs)} shapes")
