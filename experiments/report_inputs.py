@@ -177,11 +177,12 @@ def campaign_section(db: Any, source: str) -> Section:
     series: dict[str, list[Ratio | None]] = {n: [] for n in names}
     verified_series: list[Ratio | None] = []
     table_rows, curves, segments, roof = [], [], [], {KERNEL_SERIES: [], VENDOR_SERIES: []}
-    offset = 0
+    offset, confirmed = 0, False
     for shape in shapes:
         problem = Problem.parse(shape)
         bs = db.baselines(shape)
         standing = db.best_standing(shape)   # at its confirming measurement, as the hall of fame holds it
+        confirmed = confirmed or bool(standing and standing[2])
         m = standing[1] if standing else None
         t = m.time_us if m else None
         vendor = bs.best_vendor_us if bs else None
@@ -224,7 +225,6 @@ def campaign_section(db: Any, source: str) -> Section:
     if len([c for c in curves if c.y]) > 1:
         curves.append(_geomean_curve(curves))
     if any(c.y for c in curves):
-        confirmed = any((b := db.best_standing(s)) is not None and b[2] for s in shapes)
         title = f"{name}: convergence per shape" + (" (search measurements, before confirmation)" if confirmed else "")
         section.convergence = ConvergenceData(title, curves, "evaluations of the shape", simulated=simulated)
     if segments:
