@@ -93,6 +93,7 @@ class EvolutionStrategy(OperatorCalls):
                  policy: Any, rng: random.Random, *, size: int = 16, islands: int = 2, offspring: int = 8,
                  elite: int = 2, tournament: int = 2, migration_interval: int = 4, migration_size: int = 2,
                  seed_fraction: float = 0.5, seeds: Sequence[tuple[Genome, str, str]] = (),
+                 screen: int = 0,
                  best_vendor_us: "float | None" = None, failure_reward: float = -1.0, reward: str = "success",
                  parent_selection: Any = None, render: "Callable[[Genome], str] | None" = None,
                  llm: "Callable[..., Any] | None" = None, executor: "Executor | None" = None,
@@ -113,6 +114,9 @@ class EvolutionStrategy(OperatorCalls):
         self.migration_interval, self.migration_size = migration_interval, migration_size
         self.seed_fraction = seed_fraction
         self.seeds = list(seeds)
+        if screen < 0:
+            raise ValueError(f"screen must be >= 0, got {screen}")
+        self.screen = screen            # extra first-round slots, for seeds only
         self.best_vendor_us = best_vendor_us
         self.failure_reward = failure_reward
         if reward not in REWARDS:
@@ -167,13 +171,13 @@ class EvolutionStrategy(OperatorCalls):
         operators = ctx.operators()
         policy = ctx.policy(list(operators), {arm: e.prior for arm, e in operators.items()})
         pop = cfg.population
-        initial = pop.size * max(pop.islands, len(ctx.spaces))
+        initial = pop.size * max(pop.islands, len(ctx.spaces)) + pop.screen
         seeds = ctx.seeds(int(math.floor(pop.seed_fraction * initial)))
         return cls(ctx.problem, ctx.spaces, operators, policy, random.Random(ctx.seed), size=pop.size,
                    islands=pop.islands, offspring=pop.offspring_per_island, elite=pop.elite,
                    tournament=pop.tournament, migration_interval=pop.migration_interval,
                    migration_size=pop.migration_size, seed_fraction=pop.seed_fraction, seeds=seeds,
-                   best_vendor_us=ctx.best_vendor_us, failure_reward=cfg.selection.failure_reward,
+                   screen=pop.screen, best_vendor_us=ctx.best_vendor_us, failure_reward=cfg.selection.failure_reward,
                    reward=cfg.selection.reward, parent_selection=ctx.parent_selection(), render=ctx.render,
                    llm=getattr(ctx, "llm", None), executor=getattr(ctx, "executor", None),
                    on_proposed=getattr(ctx, "on_proposed", None), frozen=getattr(ctx, "frozen", None),
@@ -182,7 +186,13 @@ class EvolutionStrategy(OperatorCalls):
     # -- search-strategy protocol -----------------------------------------------------------------
     @property
     def initial_size(self) -> int:
-        return self.size * len(self.islands)
+        """The first round: the population, plus up to `screen` more seeds (a smaller first round
+        when there are not that many seeds: the screen never samples)."""
+        base = self.size * len(self.islands)
+        return base + max(0, min(self.screen, self._seed_count() - base))
+
+    def _seed_count(self) -> int:
+        return len({g.id for g, _, _ in self.seeds if any(i.family == g.family for i in self.islands)})
 
     @property
     def round_size(self) -> int:
@@ -268,7 +278,9 @@ class EvolutionStrategy(OperatorCalls):
 
     def _initial(self, n: int) -> list[Offspring]:
         out: list[Offspring] = []
-        n_seeds = min(len(self.seeds), int(math.floor(self.seed_fraction * n)))
+        base = self.size * len(self.islands)
+        extra = max(0, n - base)  # the screen's slots: seeds only
+        n_seeds = min(len(self.seeds), int(math.floor(self.seed_fraction * min(n, base))) + extra)
         cursor = 0
         for genome, origin, note in _round_robin_by_family(self.seeds)[:n_seeds]:
             islands = [i for i in self.islands if i.family == genome.family]
@@ -278,7 +290,8 @@ class EvolutionStrategy(OperatorCalls):
             cursor += 1
             out.append(self._offspring(genome, origin, (), island, None, note))
         misses = 0
-        while len(out) < n and misses < 50 * n:
+        fill = min(n, base)  # samples fill the population, never the screen
+        while len(out) < fill and misses < 50 * n:
             island = self.islands[len(out) % len(self.islands)]
             space = self.spaces[island.family]
             genome = space.sample(self.rng)

@@ -69,6 +69,11 @@ class Population(Strict):
         False, description="each family's first seed from other shapes is its generalist: the genome of the "
         "seed_from results that came within a few percent of the fastest kernel at the most shapes, nearer "
         "shapes counting more (evolution/seeding.py); the nearest shapes' best follow it")
+    screen: int = Field(
+        0, ge=0, le=4096, description="seeds timed in the first round beyond the population (evolution "
+        "strategy): the first population holds up to size x islands + screen genomes, the extra ones only "
+        "from seeds (a kernel built before costs a timing, not a build), and survivor selection then keeps "
+        "`size` per island; they count as evaluations, so add them to evaluations_per_shape")
     max_stall_rounds: int = Field(10, ge=1, description="stop a shape after this many rounds without a new genome")
     shapes_in_flight: int = Field(
         1, ge=1, le=256, description="shapes searched at once: shape i starts once every shape up to i - "

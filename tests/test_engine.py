@@ -183,6 +183,45 @@ def test_seed_from_an_evogemm_bench_result(tmp_path):
         parse_campaign(small_config(seed_from=[str(tmp_path / "other.json")]), base_dir=tmp_path)
 
 
+def test_the_screen_times_more_seeds_first_then_keeps_the_population_size(tmp_path):
+    """population.screen: the first round holds the population plus up to `screen` more seeds
+    (never random samples); survivor selection then keeps `size` per island, the best among them."""
+    a, near = "1024x1024x1024", "2048x1024x1024"
+    pop = {"size": 2, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1, "seed_fraction": 1.0}
+
+    def first_round(folder, screen, evaluations=24, shape=near):
+        data = small_config(shapes=[a, near] if shape == near else [a], budget={"evaluations_per_shape": evaluations},
+                            population={**pop, "screen": screen})
+        result, _ = run(folder, data)
+        ops = rows(folder, "SELECT operator, genome_id FROM proposals WHERE problem=? AND round=0 ORDER BY seq", shape)
+        return result.states[shape].strategy, ops
+
+    strat, plain = first_round(tmp_path / "plain", 0)
+    assert len(plain) == 2 * len(strat.islands)
+    strat, screened = first_round(tmp_path / "screen", 6)
+    base = 2 * len(strat.islands)
+    assert len(screened) == base + 6
+    assert all(op != "init_sample" for op, _ in screened[base:])        # the screen's slots are seeds
+    # the first shape (hand-picked seeds only): the screen times the seeds the population would, and more
+    assert {g for _, g in first_round(tmp_path / "p1", 0, shape=a)[1]} < \
+        {g for _, g in first_round(tmp_path / "s1", 6, shape=a)[1]}
+    assert all(len(isl.population) <= 2 for isl in strat.islands)        # survivors: back to `size`
+    measured = {gid: ind.time_us for gid, ind in strat.known.items()}
+    fastest = min((gid for _, gid in screened if gid in measured), key=measured.get)
+    home = next(isl for isl in strat.islands if isl.family == strat.known[fastest].genome.family)
+    assert min(ind.time_us for ind in home.population) <= measured[fastest]  # elitism kept it, or better
+    # more screen than seeds: the first round ends with the seeds, nothing is sampled for it
+    strat, wide = first_round(tmp_path / "wide", 500, evaluations=600, shape=a)
+    assert base < len(wide) == strat._seed_count() < base + 500
+    assert all(op != "init_sample" for op, _ in wide)
+    # the screen counts as evaluations: a budget smaller than the first round cuts it
+    strat, cut = first_round(tmp_path / "cut", 6, evaluations=5)
+    assert len(cut) == 5
+    from experiments.schema import CampaignError, parse_campaign as parse
+    with pytest.raises(CampaignError, match="screen"):
+        parse(small_config(population={**pop, "screen": -1}), base_dir=tmp_path)
+
+
 def test_islands_migrate(tmp_path):
     data = small_config(shapes=["1024x1024x1024"], budget={"evaluations_per_shape": 60},
                         population={"size": 4, "islands": 3, "offspring": 2, "elite": 1, "migration_interval": 1,
