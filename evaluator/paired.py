@@ -75,14 +75,52 @@ def paired_ratio(reference: "Timing | None", candidate: "Timing | None") -> "Pai
     return PairedRatio(_median(ratios), min(ratios), max(ratios), len(ratios))
 
 
+# Bounds on the reference within a run. Its samples taken right before a kernel's may differ from
+# its own median in the run by at most ADJACENT_TOLERANCE, and that median from its median when the
+# shape started by at most START_TOLERANCE (a clock that moves 1.2-1.98 GHz under power limits stays
+# inside both); beyond them something other than the clock moved the reference. On the H200 a
+# torch_tn reference took 221 us through one worker run where it had taken 101 us at the shape's
+# start and 106 us in the next run: paired with it, a 109 us kernel read as 50 us, twice as fast
+# as the vendor, and entered a hall of fame through its confirming measurement.
+ADJACENT_TOLERANCE = 1.25
+START_TOLERANCE = 1.5
+
+
+def _within(ratio: float, tolerance: float) -> bool:
+    return 1.0 / tolerance <= ratio <= tolerance
+
+
+def _unpaired(t: Timing) -> Timing:
+    return Timing(t.median_us, t.min_us, t.max_us, t.repeats, t.samples_us, None)
+
+
 def paired_figure(reference: str, reference_start_us: float, reference_timing: "Timing | None",
                   kernel_timing: "Timing | None") -> "dict | None":
     """A kernel against the shape's reference baseline timed in the same rounds, as stored in
     Measurement.paired; `effective_us` is the kernel's time scaled to the reference's time when
-    the shape's baselines were measured (what the search ranks by)."""
-    ratio = paired_ratio(reference_timing, kernel_timing)
-    if ratio is None or not reference_start_us or reference_start_us <= 0:
+    the shape's baselines were measured (what the search ranks by).
+
+    `pairing` says what the scaling used: "adjacent" (the reference's samples taken right before
+    the kernel's; the default), "run" (the reference's own samples of the run, round by round,
+    when the adjacent ones' median is off its run median by more than ADJACENT_TOLERANCE; their
+    median is kept as `adjacent_us`) or "raw" (none: `effective_us` is the kernel's own median,
+    when the reference's run median is off its start median by more than START_TOLERANCE). The
+    ratio fields are always those of the pairs."""
+    if reference_timing is None or kernel_timing is None or not reference_start_us or reference_start_us <= 0:
         return None
+    pairing, extra = "adjacent", {}
+    adjacent = kernel_timing.ref_samples_us
+    if adjacent and reference_timing.median_us > 0:
+        local = _median(adjacent)
+        if not _within(local / reference_timing.median_us, ADJACENT_TOLERANCE):
+            pairing, extra = "run", {"adjacent_us": local}
+            kernel_timing, reference_timing = _unpaired(kernel_timing), _unpaired(reference_timing)
+    ratio = paired_ratio(reference_timing, kernel_timing)
+    if ratio is None:
+        return None
+    effective = float(reference_start_us) / ratio.median
+    if not _within(reference_timing.median_us / float(reference_start_us), START_TOLERANCE):
+        pairing, effective = "raw", kernel_timing.median_us
     return {"reference": reference, "reference_start_us": float(reference_start_us),
             "reference_us": reference_timing.median_us, **ratio.to_dict(),
-            "effective_us": float(reference_start_us) / ratio.median}
+            "effective_us": effective, "pairing": pairing, **extra}

@@ -108,6 +108,32 @@ def test_paired_ratios_through_an_alternation_reference():
     assert math.isclose(paired_ratio(a, b).median, 2.0)
 
 
+def test_a_reference_that_something_other_than_the_clock_moved_does_not_pair():
+    """The H200 case: torch_tn took 221 us through a worker run (101 us when the shape started), a
+    109 us kernel paired with it read as 50 us. The effective time falls back to the run's own
+    reference samples, or to the kernel's raw median, and says so."""
+    from evaluator.paired import paired_figure
+    t = lambda xs, refs=None: Timing(sorted(xs)[len(xs) // 2], min(xs), max(xs), len(xs), samples_us=xs,
+                                     ref_samples_us=refs)
+    kernel = [110.1, 108.5, 108.4, 110.3, 108.9]
+    # the clock: reference and kernel move together, the pairs cancel it
+    fig = paired_figure("torch_tn", 100.8, t([106.0, 104.0, 112.0, 106.5, 105.0]),
+                        t([k * 1.1 for k in kernel], [106.0 * 1.1, 104.0 * 1.1, 112.0 * 1.1, 106.5 * 1.1, 105.0 * 1.1]))
+    assert fig["pairing"] == "adjacent" and math.isclose(fig["effective_us"], 100.8 / fig["median"])
+    assert 100 < fig["effective_us"] < 106
+    # the samples right before the kernel's are twice the reference's own: pair round by round instead
+    fig = paired_figure("torch_tn", 100.8, t([106.0, 104.0, 112.0, 106.5, 105.0]),
+                        t(kernel, [222.2, 226.8, 220.7, 221.0, 220.3]))
+    assert fig["pairing"] == "run" and math.isclose(fig["adjacent_us"], 221.0)
+    assert 95 < fig["effective_us"] < 105
+    # the reference is twice its start through the whole run: no pairing, the kernel's own median
+    fig = paired_figure("torch_tn", 100.8, t([222.2, 226.8, 220.7, 221.0, 220.3]),
+                        t(kernel, [222.2, 226.8, 220.7, 221.0, 220.3]))
+    assert fig["pairing"] == "raw" and fig["effective_us"] == 108.9
+    m = Measurement("k", "5120x1280x5120", STATUS_OK, device=t(kernel), paired=fig)
+    assert m.time_us == 108.9
+
+
 class NoisyGpu(FakeEvaluator):
     """A fake that behaves like a GPU evaluator: not simulated, and every call is a new noisy draw."""
 
