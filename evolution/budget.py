@@ -111,11 +111,29 @@ def round_size(strategy: Any, population: Any, first: bool) -> int:
     return population.offspring_per_island * population.islands
 
 
+def round_estimate(durations: "list[float]", last: int = 8) -> "float | None":
+    """The wall seconds a round after the first is expected to take: the median of the last `last`
+    such rounds of the campaign (this session), or None before two were timed."""
+    recent = sorted(durations[-last:])
+    if len(recent) < 2:
+        return None
+    mid = len(recent) // 2
+    return recent[mid] if len(recent) % 2 else 0.5 * (recent[mid - 1] + recent[mid])
+
+
 def next_size(state: ShapeState, db: CampaignDB, seq: "int | None", population: Any, inflight: int,
-              first: bool, grants: Grants, recorded_here: bool = False) -> "tuple[int, str | None]":
+              first: bool, grants: Grants, recorded_here: bool = False,
+              round_seconds: "float | None" = None) -> "tuple[int, str | None]":
     """How many to ask for next (0 = the shape is done, with the reason). `seq`: the next proposal's
     global number (shapes in turn); None when shapes run side by side, where `recorded_here` says
-    whether the shape's next proposal is in the record."""
+    whether the shape's next proposal is in the record.
+
+    With a wall budget and `round_seconds` (what a round after the first has been taking, see
+    `round_estimate`), a round after the first starts only if it is expected to end within the
+    shape's wall allocation plus half a round, counting the round still in flight when `inflight`:
+    otherwise each round that waits on nvcc overruns a small allocation by a whole round, and the
+    shapes after it start with nothing left (on the H200 the public campaign with its screen
+    reached 10 and 9 of its 14 shapes per half, the others at 0 evaluations)."""
     n = round_size(state.strategy, population, first)
     while state.allocation.get("evaluations") is not None and \
             state.allocation["evaluations"] - state.evaluations - inflight <= 0:
@@ -145,8 +163,9 @@ def next_size(state: ShapeState, db: CampaignDB, seq: "int | None", population: 
                                                 and grants.take(state, "wall_seconds", seq,
                                                                 recorded_here=recorded_here)):
         return 0, row["reason"] or "stopped (recorded)"
+    ahead = round_seconds * (0.5 + (1.0 if inflight else 0.0)) if round_seconds and state.rounds >= 1 else 0.0
     while state.allocation.get("wall_seconds") is not None and \
-            state.wall_seconds() >= state.allocation["wall_seconds"]:
+            state.wall_seconds() + ahead >= state.allocation["wall_seconds"]:
         if not grants.take(state, "wall_seconds", seq, recorded_here=recorded_here):
             return 0, "wall-time budget spent"
     return n, None

@@ -42,7 +42,7 @@ from typing import Any, Callable, Sequence
 from evaluator.api import Evaluator
 from genome import Genome, Offspring, Problem, SearchSpace
 
-from .budget import Grants, NoGrants, allocation, next_size
+from .budget import Grants, NoGrants, allocation, next_size, round_estimate
 from .db import CampaignDB
 from .journal import Journal
 from .plugins import Plugins, make_plugins
@@ -94,6 +94,7 @@ class Engine(StrategyFactory, EngineViews):
         self.stopping = threading.Event()  # set when a shape thread failed: the others stop at their next round
         self._first_pass_done = False      # shapes side by side: grants wait until every shape ran once
         self.grants = Grants(db.get_meta("extensions", []), db, self.log)
+        self._round_durations: list[float] = []  # wall seconds of each round after a shape's first (this session)
         self.states: dict[str, ShapeState] = {}
         self.solved: dict[str, list[Genome]] = {}
         self.policy_states: dict[str, Any] = {}
@@ -310,8 +311,11 @@ class Engine(StrategyFactory, EngineViews):
 
     def _next(self, state: ShapeState, inflight: int, first: bool) -> "tuple[int, str | None]":
         grants = self.grants if self.window == 1 or self._first_pass_done else NoGrants(self.grants)
+        with self._ui_lock:
+            estimate = round_estimate(self._round_durations)
         return next_size(state, self.db, self._seq(), self.config.population, inflight, first, grants,
-                         recorded_here=self.window > 1 and self.journal.recorded_left(state))
+                         recorded_here=self.window > 1 and self.journal.recorded_left(state),
+                         round_seconds=estimate)
 
     def _prefetch(self, state: ShapeState, offspring: Sequence[Offspring]) -> None:
         """Start building the proposals that will need a measurement (when the evaluator builds)."""
@@ -406,6 +410,11 @@ class Engine(StrategyFactory, EngineViews):
             state.tokens = int(spent)
         admit(state, new_ok, lambda: self.evaluator, self.db, self.log, confirm=not self.simulated)
         state.rounds += 1
+        now = time.monotonic()
+        if state.rounds >= 2 and state.round_told and n_new:  # a round after the first that measured something
+            with self._ui_lock:
+                self._round_durations.append(now - state.round_told)
+        state.round_told = now
         state.stall = 0 if n_new else state.stall + 1
         policy = getattr(state.strategy, "policy", None)
         probs: dict[str, float] = {}

@@ -45,6 +45,7 @@ class ShapeState:
     tokens: int = 0
     wall_before: float = 0.0         # wall seconds spent on the shape in earlier sessions
     wall_started: float = 0.0        # monotonic time this session began working on the shape
+    round_told: float = 0.0          # monotonic time the shape's last round was told (this session)
     replayed: int = 0                # evaluations served from the database on resume
     done_reason: "str | None" = None
     status: str = "pending"

@@ -422,6 +422,47 @@ def test_wall_clock_budget_stops_and_a_resume_does_not_redecide(tmp_path):
     assert ev2.calls == [] and fingerprint(tmp_path / "c")["evaluated"] == before["evaluated"]
 
 
+class BuildsAfterTheFirstRound(FakeEvaluator):
+    """Like the H200 with prebuilt seeds: a shape's first round costs nothing, every later call
+    waits `build_s` (nvcc)."""
+
+    def __init__(self, build_s: float, **kw):
+        super().__init__(**kw)
+        self.build_s, self.seen = build_s, set()
+
+    def evaluate(self, genomes, problem):
+        if problem.name in self.seen:
+            import time
+            time.sleep(self.build_s)
+        self.seen.add(problem.name)
+        return super().evaluate(genomes, problem)
+
+
+def test_a_round_that_would_overrun_the_shapes_wall_share_is_not_started(tmp_path):
+    """Once rounds after the first have been timed, a round starts only if it is expected to end
+    within the shape's wall allocation plus half a round: the first shapes no longer spend the
+    budget of the last ones (each round used to be asked before the one in flight had ended)."""
+    shapes = ["1024x1024x1024", "2048x1024x1024", "1024x2048x1024", "2048x2048x1024", "1024x1024x2048"]
+    data = small_config(shapes=shapes, budget={"evaluations_per_shape": 200, "wall_seconds": 2.5},
+                        population={"size": 2, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1,
+                                    "handpicked": False})
+    result, _ = run(tmp_path / "c", data, evaluator=BuildsAfterTheFirstRound(0.25, seed=7))
+    states = result.states
+    assert all(st.evaluations > 0 for st in states.values()), {n: st.evaluations for n, st in states.items()}
+    assert all(st.done_reason == "wall-time budget spent" for st in states.values())
+    # the shapes after the first stayed near their share: at most about a round and a half over it
+    for name in shapes[1:]:
+        st = states[name]
+        assert st.wall_seconds() <= st.allocation["wall_seconds"] + 0.6, (name, st.wall_seconds(), st.allocation)
+
+
+def test_round_estimate_is_the_median_of_recent_rounds():
+    from evolution.budget import round_estimate
+    assert round_estimate([]) is None and round_estimate([3.0]) is None
+    assert round_estimate([1.0, 3.0]) == 2.0
+    assert round_estimate([100.0] + [1.0] * 8) == 1.0            # only the last 8 count
+
+
 def test_shapes_the_wall_budget_left_at_zero_run_after_extend_and_resume(tmp_path):
     # as on the H200 (docs/results/h200-unaligned-2): the first shapes spend the whole wall budget,
     # the last ones are recorded done with 0 evaluations; extend --wall-seconds + resume runs them
