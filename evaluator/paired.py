@@ -77,8 +77,11 @@ def paired_ratio(reference: "Timing | None", candidate: "Timing | None") -> "Pai
 
 # Bounds on the reference within a run. Its samples taken right before a kernel's may differ from
 # its own median in the run by at most ADJACENT_TOLERANCE, and that median from its median when the
-# shape started by at most START_TOLERANCE (a clock that moves 1.2-1.98 GHz under power limits stays
-# inside both); beyond them something other than the clock moved the reference. On the H200 a
+# shape started by at most START_TOLERANCE; beyond them the pairs are not trusted. Beyond the second
+# the kernel's raw median stands, which is pessimistic when the clock itself swung that far (an
+# x2 host slowed a reference 1.9x and the kernel beside it 1.55x: the pairs said 166 us, the raw
+# median 317 us, the bench later 198 us; only a repeat is right there): a kernel may be lost, a
+# fake winner is not admitted. On the H200 a
 # torch_tn reference took 221 us through one worker run where it had taken 101 us at the shape's
 # start and 106 us in the next run: paired with it, a 109 us kernel read as 50 us, twice as fast
 # as the vendor, and entered a hall of fame through its confirming measurement.

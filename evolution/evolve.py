@@ -8,7 +8,9 @@ engine runs it exactly like Optuna TPE or random search; `build(ctx)` makes it f
 
 Round structure. The first `ask` returns the initial population (seeds from the nearest solved
 shapes and hand-picked genomes, at most `seed_fraction` of it, the rest sampled from the space),
-dealt round-robin to the islands. Each later `ask(n)` first folds the children told since the
+dealt round-robin to the islands; with `screen` it also holds up to that many more seeds (never
+samples: kernels built before cost a timing each), and the first survivor selection cuts every
+island back to `size`. Each later `ask(n)` first folds the children told since the
 previous ask into their islands (survivor selection; a migration every `migration_interval`
 generations), then makes `n` children, one per slot, the slots dealt to the islands in turn.
 
