@@ -3,8 +3,11 @@ rounds, and a confirming measurement before a genome enters the hall of fame."""
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
+
+import pytest
 
 from engine_helpers import FakeEvaluator, small_config
 from evaluator.api import STATUS_OK, BaselineSet, Measurement, Timing
@@ -186,6 +189,50 @@ def test_the_hall_of_fame_holds_confirmed_measurements_and_a_resume_replays_them
     assert replay.calls == []
     hof2 = result2.states["1024x1024x1024"].hof
     assert [(i.id, i.time_us) for i in hof2] == [(i.id, i.time_us) for i in state.hof]
+
+
+class UnsteadyFirstConfirmation(NoisyGpu):
+    """Every genome's first confirmation (its second measurement) comes back with an unsteady
+    reference and a time half its own; the retry with `second` ("adjacent": steady)."""
+
+    def __init__(self, second: str, **kw):
+        super().__init__(**kw)
+        self.second, self.seen = second, {}
+
+    def evaluate(self, genomes, problem):
+        out = super().evaluate(genomes, problem)
+        for g, m in zip(genomes, out):
+            n = self.seen[g.id] = self.seen.get(g.id, 0) + 1
+            if m.ok and n == 2:
+                m.paired = {"pairing": "run", "effective_us": 0.5 * m.device.median_us}
+            elif m.ok and n == 3:
+                m.paired = {"pairing": self.second, "effective_us": 0.8 * m.device.median_us}
+        return out
+
+
+def test_a_confirmation_with_an_unsteady_reference_is_measured_again(tmp_path):
+    for second in ("adjacent", "raw"):
+        data = small_config(shapes=["1024x1024x1024"], budget={"evaluations_per_shape": 30})
+        ev = UnsteadyFirstConfirmation(second, seed=1)
+        result = _run(tmp_path / second, data, ev)
+        hof = result.states["1024x1024x1024"].hof
+        conn = sqlite3.connect(str(tmp_path / second / "campaign.db"))
+        stored = {gid: Measurement.from_dict(json.loads(js))
+                  for gid, js in conn.execute("SELECT genome_id, json FROM confirmations")}
+        conn.close()
+        assert len(hof) and all(ev.seen[ind.id] == 3 for ind in hof)       # search, confirmation, retry
+        for ind in hof:
+            assert stored[ind.id].time_us == pytest.approx(ind.time_us)      # the one that stood is stored
+            if second == "adjacent":
+                assert stored[ind.id].paired["pairing"] == "adjacent"       # the steady retry stands
+            else:   # both unsteady: the slower of 0.5 x draw 2 and 0.8 x draw 3 (draws differ by < 11%)
+                assert stored[ind.id].paired["pairing"] == "raw"
+        log = (tmp_path / second / "campaign.log").read_text()
+        assert "measured twice, the reference unsteady the first time" in log
+        # a resume replays the stored confirmations: no new measurement
+        replay = UnsteadyFirstConfirmation(second, seed=1)
+        _run(tmp_path / second, data, replay, mode="resume")
+        assert replay.calls == []
 
 
 def test_focused_pair_times_the_best_kernel_its_twin_and_the_vendor_alone(tmp_path):
