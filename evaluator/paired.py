@@ -14,7 +14,7 @@ apart, and two candidates compare through their samples normalised by the refere
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from .api import Timing
 
@@ -94,7 +94,7 @@ def _within(ratio: float, tolerance: float) -> bool:
 
 
 def _unpaired(t: Timing) -> Timing:
-    return Timing(t.median_us, t.min_us, t.max_us, t.repeats, t.samples_us, None)
+    return replace(t, ref_samples_us=None)
 
 
 def paired_figure(reference: str, reference_start_us: float, reference_timing: "Timing | None",

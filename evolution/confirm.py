@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from evaluator.api import Measurement
+
 from .db import CampaignDB
 from .population import Individual, fitness_value, rank_key
 from .shape_state import ShapeState
@@ -35,11 +37,11 @@ def entrants(hof, candidates: Sequence[Individual]) -> list[Individual]:
 UNSTEADY_PAIRINGS = ("run", "raw")  # evaluator.paired.paired_figure: the reference moved beyond the clock
 
 
-def _unsteady(m: Any) -> bool:
+def _unsteady(m: Measurement) -> bool:
     return bool(m.ok and m.paired and m.paired.get("pairing") in UNSTEADY_PAIRINGS)
 
 
-def _steadier(first: Any, second: Any) -> Any:
+def _steadier(first: Measurement, second: Measurement) -> Measurement:
     """Of two confirming measurements of one genome, the first of which had an unsteady reference:
     the second when it failed (a failure is never averaged away) or its reference was steady, else
     the slower of the two (a kernel may be under-rated; a fake winner is not admitted)."""
@@ -69,20 +71,20 @@ def admit(state: ShapeState, candidates: Sequence[Individual], evaluator: Callab
             confirmed[ind.id] = stored
     retried: list[str] = []
     if missing:
-        measured = dict(zip([ind.id for ind in missing],
-                            evaluator().evaluate([ind.genome for ind in missing], state.problem)))
+        first = evaluator().evaluate([ind.genome for ind in missing], state.problem)
+        state.gpu_seconds += sum(float(m.gpu_seconds or 0.0) for m in first)
+        measured = dict(zip([ind.id for ind in missing], first))
         unsteady = [ind for ind in missing if _unsteady(measured[ind.id])]
         if unsteady:  # the reference moved beyond what the clock explains: measure those once more
             again = evaluator().evaluate([ind.genome for ind in unsteady], state.problem)
+            state.gpu_seconds += sum(float(m.gpu_seconds or 0.0) for m in again)
             for ind, m2 in zip(unsteady, again):
-                state.gpu_seconds += float(m2.gpu_seconds or 0.0)
                 measured[ind.id] = _steadier(measured[ind.id], m2)
                 retried.append(ind.id[:8])
         for ind in missing:
             m = measured[ind.id]
             m.problem = state.name
             db.record_confirmation(m)
-            state.gpu_seconds += float(m.gpu_seconds or 0.0)
             confirmed[ind.id] = m
     admitted, lines = [], []
     for ind in todo:
