@@ -20,7 +20,7 @@ EXTRA = ["h200-families/public.json", "h200-families/skinny-variants.json", "h20
          "h200-k-pitch/splitk.json", "h200-k-pitch/unaligned.json", "h200-public-suite.json",
          "h200-public-grid-30static.json", "h200-public-llm-30static.json", "h200-bench-7shapes-14static.json",
          "h200-public-2/unaligned-vectorised-unpad.json", "h200-unaligned-first.json"]
-TRUTH = sorted(set(COMMITTED[:4] + EXTRA + ["h200-public.json", "h200-public-3/bench-A.json", "h200-public-3/bench-B.json",
+TRUTH = sorted(set(COMMITTED[:4] + EXTRA + ["h200-public-2026-11-30.json", "h200-public-3/bench-A.json", "h200-public-3/bench-B.json",
                                             "h200-public-families/bench-A.json", "h200-public-families/bench-B.json"]))
 shapes = [l for l in sys.argv[1:]]
 truth = {}
