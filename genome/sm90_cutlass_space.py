@@ -20,6 +20,10 @@ SMEM_BYTES_PER_BLOCK = 232448  # 227 KB: the opt-in maximum on sm_90
 MAX_CLUSTER_CTAS = 8           # portable cluster size
 MAX_ACC_REGS = 192             # fp32 accumulator registers per consumer thread we allow
 BYTES_FP16 = 2
+# The WGMMA widths CuTe's ss_op_selector (cute/arch/mma_sm90.hpp) offers without
+# CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED. The template defines that macro for any other tile N: without it
+# such a tile runs as several narrower WGMMAs (128x144 as nine 64x16 ones a k-step, at half the speed).
+GMMA_BASE_N = (8, 16, 32, 64, 96, 128, 192, 256)
 
 PARAMS = (
     ParamSpec("schedule", ("cooperative", "pingpong"), doc="warp-specialised kernel schedule", ordered=False),

@@ -43,6 +43,7 @@ class TemplateFamily:
     description: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)  # free facts a family wants to carry
     template_search_path: tuple[Path, ...] = ()  # more folders its template may extend or include from
+    template_globals: Mapping[str, Any] = field(default_factory=dict)  # names its template reads besides p
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "template_dir", Path(self.template_dir))
@@ -68,13 +69,14 @@ class TemplateFamily:
     def extended_by(self, name: str, make_space: Callable[[], SearchSpace], template_dir: Path,
                     simulator_model: str, description: str, knobs: KnobPacker) -> "TemplateFamily":
         """A family whose template (in `template_dir`) extends this family's and overrides some of
-        its blocks: same architecture, flags and device needs, its own space, seeds and model."""
+        its blocks: same architecture, flags, device needs and template globals, its own space, seeds
+        and model."""
         template_dir = Path(template_dir)
         return TemplateFamily(name=name, make_space=make_space, template_dir=template_dir,
                               template_search_path=(template_dir.parent,), knobs=knobs, arch=self.arch,
                               nvcc_flags=self.nvcc_flags, min_compute_capability=self.min_compute_capability,
                               simulator_model=simulator_model, seeds_dir=template_dir / "seeds",
-                              description=description)
+                              description=description, template_globals=self.template_globals)
 
     def template_folders(self) -> list[str]:
         """Where its template and whatever the template extends are looked up, in order."""

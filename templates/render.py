@@ -127,7 +127,7 @@ def frozen_params(genome: Genome, families: "FamilyRegistry | None" = None) -> f
 
 def _context(genome: Genome, family: TemplateFamily) -> dict:
     compile_params = family.space.compile_params(genome)
-    return {"p": SimpleNamespace(**compile_params), "family": family.name,
+    return {**family.template_globals, "p": SimpleNamespace(**compile_params), "family": family.name,
             "params_json": json.dumps(compile_params, sort_keys=True)}
 
 

@@ -67,3 +67,53 @@ def test_render_refuses_invalid_genomes():
         render(bad)
     with pytest.raises(InvalidGenome, match="patch-block"):
         render(SPACE.validate(bad.with_params(tile_m=128)).with_patch(Patch("nowhere", "x")))
+
+
+SM90_FAMILIES = ("sm90_cutlass", "sm90_lean", "sm90_splitk", "sm90_padded", "sm90_cpasync")
+
+
+@pytest.mark.parametrize("family", SM90_FAMILIES)
+def test_a_tile_n_without_a_base_wgmma_turns_on_cutes_extended_shapes_and_no_other_does(family):
+    from genome.sm90_cutlass_space import GMMA_BASE_N
+    space = get_space(family)
+    rng = random.Random(5)
+    seen = set()
+    for _ in range(600):
+        g = space.sample(rng)
+        source = render(g).source
+        n = g.param_dict["tile_n"]
+        on = "#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED 1" in source
+        assert on == (n not in GMMA_BASE_N), (family, n)
+        if on:  # before any CuTe header, and outside every patchable block
+            assert source.index("CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED") < source.index('#include "cute/')
+        seen.add(on)
+    assert seen == {True, False}
+
+
+def test_the_base_wgmma_widths_are_those_cute_offers_without_the_extended_shapes():
+    """GMMA_BASE_N must list exactly the N of the fp16-in, fp32-accumulate SS WGMMAs that CuTe's
+    ss_op_selector offers outside `#if defined(CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED)`: a width
+    missing from it would build a tile as narrower WGMMAs (a 128x144 tile ran at half speed)."""
+    import re
+    from pathlib import Path
+    from evaluator.compile import cutlass_include_dirs
+    from genome.sm90_cutlass_space import GMMA_BASE_N
+    try:
+        header = Path(cutlass_include_dirs()[0]) / "cute" / "arch" / "mma_sm90.hpp"
+    except Exception as exc:  # nvidia-cutlass not installed
+        pytest.skip(f"no CUTLASS headers: {exc}")
+    if not header.is_file():
+        pytest.skip(f"no {header}")
+    text = header.read_text()
+    body = text[text.index("ss_op_selector()"):text.index("rs_op_selector()")]
+    base, extended, guarded = set(), set(), False
+    for line in body.splitlines():
+        if "#if defined(CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED)" in line:
+            guarded = True
+        found = re.search(r"MMA_64x(\d+)x16_F32F16F16_SS", line)
+        if found:
+            (extended if guarded else base).add(int(found.group(1)))
+        if line.strip().startswith("#endif"):
+            guarded = False
+    assert base == set(GMMA_BASE_N)
+    assert {144, 176} <= extended

@@ -20,4 +20,5 @@ FAMILY = TemplateFamily(
     simulator_model="evaluator.sim_sm90:model",
     seeds_dir=HERE / "seeds",
     description="CUTLASS 3.x CollectiveBuilder GEMM for sm_90a (TMA + WGMMA, warp-specialised)",
+    template_globals={"gmma_base_n": sm90_cutlass_space.GMMA_BASE_N},
 )
