@@ -28,7 +28,8 @@ GMMA_BASE_N = (8, 16, 32, 64, 96, 128, 192, 256)
 PARAMS = (
     ParamSpec("schedule", ("cooperative", "pingpong"), doc="warp-specialised kernel schedule", ordered=False),
     ParamSpec("tile_m", (64, 128, 256), doc="CTA tile M"),
-    ParamSpec("tile_n", (16, 32, 64, 96, 128, 160, 192, 208, 224, 256), doc="CTA tile N (multiple of 8)"),
+    ParamSpec("tile_n", (16, 32, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256),
+              doc="CTA tile N (multiple of 8)"),
     ParamSpec("tile_k", (32, 64, 128), doc="CTA tile K"),
     ParamSpec("cluster_m", (1, 2, 4), doc="cluster shape M (B multicast)"),
     ParamSpec("cluster_n", (1, 2, 4), doc="cluster shape N (A multicast)"),

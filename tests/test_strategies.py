@@ -221,8 +221,10 @@ def test_novelty_is_a_normalised_distance():
     assert novelty(g, [], SPACE) == 0.0
     ends = distance(base_genome(tile_n=16), base_genome(tile_n=256), SPACE)
     assert ends == pytest.approx(1 / n_terms)  # the two ends of an ordered parameter
-    assert distance(g, base_genome(tile_n=256), SPACE) == pytest.approx((5 / 9) / n_terms)  # 128 -> 256
-    assert distance(g, base_genome(tile_n=160), SPACE) == pytest.approx((1 / 9) / n_terms)  # one step of 9
+    tile_n = next(spec.choices for spec in SPACE.params if spec.name == "tile_n")
+    steps, at = len(tile_n) - 1, tile_n.index(128)
+    assert distance(g, base_genome(tile_n=256), SPACE) == pytest.approx(((len(tile_n) - 1 - at) / steps) / n_terms)
+    assert distance(g, base_genome(tile_n=tile_n[at + 1]), SPACE) == pytest.approx((1 / steps) / n_terms)  # one step
     assert distance(g, base_genome(epilogue="nosmem"), SPACE) == pytest.approx(1 / n_terms)
     assert distance(g, g.with_patch(Patch("epilogue", "// x")), SPACE) == pytest.approx(1 / n_terms)
     far = base_genome(tile_m=256, tile_n=32, tile_k=128, epilogue="nosmem", raster="along_m")
