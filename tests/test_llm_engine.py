@@ -212,7 +212,9 @@ def test_llm_calls_of_a_round_overlap_and_give_what_one_by_one_gives(tmp_path):
         with ThreadPoolExecutor(4) as pool:
             (tmp_path / "a").mkdir()
             kids, side_by_side = _echo_round(tmp_path / "a", server, pool)
-        assert server.max_in_flight == 4 and len(server.requests) == 4
+        # four calls side by side (a child that repeats a genome already proposed is dropped and its
+        # slot asked again, one more call, so there may be more requests than children)
+        assert server.max_in_flight == 4 and len(server.requests) >= 4
         (tmp_path / "b").mkdir()
         again, one_by_one = _echo_round(tmp_path / "b", server, None)
     assert len(kids) == 4 and side_by_side < 2.5 * delay          # ~one delay, not four
@@ -263,13 +265,16 @@ def test_every_child_of_a_multi_child_call_is_kept(tmp_path):
 # -- operator failures ------------------------------------------------------------------------------------
 
 def test_operator_failures_are_credited_to_their_arm_stored_and_kept_once_on_resume(tmp_path):
-    script = [{"content": json.dumps({"params": {"swizzle": 2}})}, {"content": "no json here"},
-              {"content": json.dumps({"params": {"tile_n": 7}})}, {"status": 500}, {"status": 500},
+    # the three failing kinds come first (a 500 and its retry, garbage, an invalid move), and the
+    # arms are drawn by their priors alone, so the count of calls does not depend on the trajectory
+    script = [{"status": 500}, {"status": 500}, {"content": "no json here"},
+              {"content": json.dumps({"params": {"tile_n": 7}})}, {"content": json.dumps({"params": {"swizzle": 2}})},
               {"raw": "{broken"}]
     folder = tmp_path / "c"
     with ScriptedServer(script) as server:
         data = _llm_config(server.base_url)
         data["operators"] = [{"name": "llm_param", "model": "scripted"}, {"name": "param_mutate", "prior": 0.3}]
+        data["selection"] = {"policy": "uniform"}
         state = _run(folder, data).states[SHAPE]
         n_requests = len(server.requests)
         db = CampaignDB(folder / "campaign.db", readonly=True)
