@@ -1,0 +1,73 @@
+"""Two sets of halls of fame compared inside one bench: for each shape of a `bench.json` that timed
+the union of both (`evogemm bench --per-shape --kernels A... B...`), each set's fastest kernel,
+its speedup against the best vendor baseline of that same run, and the geomean of each set.
+
+    python -m experiments.compare_halls BENCH.json before=DIR[,DIR...] after=DIR[,DIR...]
+
+A DIR is a campaign folder (its `hall_of_fame/*.json`). Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+
+def hall_ids(folders: "list[Path]") -> dict[str, set[str]]:
+    """Genome ids per shape over the halls of fame of the folders."""
+    out: dict[str, set[str]] = {}
+    for folder in folders:
+        for f in sorted((Path(folder) / "hall_of_fame").glob("*.json")):
+            out.setdefault(f.stem, set()).update(e["genome"]["id"] for e in json.loads(f.read_text()))
+    return out
+
+
+def compare(bench_path: Path, arms: "dict[str, list[Path]]") -> str:
+    """The Markdown comparison of exactly two arms (name -> campaign folders), first against second."""
+    if len(arms) != 2:
+        raise ValueError(f"compare takes two arms, got {len(arms)}")
+    (a, b) = arms
+    halls = {name: hall_ids(folders) for name, folders in arms.items()}
+    bench = json.loads(Path(bench_path).read_text())
+    ratios: dict[str, list[float]] = {a: [], b: []}
+    lines = [f"| shape | best vendor (us) | {a} (us) | {a} vs vendor | {b} (us) | {b} vs vendor | {b} / {a} |",
+             "|---|---|---|---|---|---|---|"]
+    for s in bench["shapes"]:
+        shape = s["problem"]
+        vendor = min(t["median_us"] for t in s["baselines"]["device"].values())
+        times = {k["genome"]["id"]: k["measurement"]["device"]["median_us"] for k in s["kernels"]
+                 if k["measurement"]["status"] == "ok" and k["measurement"].get("device")}
+        best = {}
+        for name in (a, b):
+            timed = [(times[g], g) for g in halls[name].get(shape, ()) if g in times]
+            if not timed:
+                raise ValueError(f"{shape}: no kernel of the {name!r} halls was timed in {bench_path}")
+            best[name] = min(timed)
+            ratios[name].append(vendor / best[name][0])
+        lines.append(f"| {shape} | {vendor:.1f} | {best[a][0]:.1f} `{best[a][1][:8]}` | {vendor / best[a][0]:.3f} | "
+                     f"{best[b][0]:.1f} `{best[b][1][:8]}` | {vendor / best[b][0]:.3f} | {best[a][0] / best[b][0]:.3f} |")
+    g = {name: statistics.geometric_mean(r) for name, r in ratios.items()}
+    better = sum(y > x * 1.01 for x, y in zip(ratios[a], ratios[b]))
+    worse = sum(y < x / 1.01 for x, y in zip(ratios[a], ratios[b]))
+    lines += ["", f"geomean vs best vendor over {len(ratios[a])} shapes: {a} {g[a]:.4f}, {b} {g[b]:.4f} "
+                  f"({b} / {a} {g[b] / g[a]:.4f}); {b} better by >1% at {better} shapes, worse by >1% at {worse}"]
+    return "\n".join(lines)
+
+
+def main(argv: "list[str] | None" = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 3 or not all("=" in x for x in args[1:]):
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    arms = {}
+    for spec in args[1:]:
+        name, folders = spec.split("=", 1)
+        arms[name] = [Path(f) for f in folders.split(",")]
+    print(compare(Path(args[0]), arms))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,46 @@
+import json
+
+import pytest
+
+from experiments.compare_halls import compare, main
+
+
+def _bench(path, shapes):
+    """A bench.json with the given {shape: (vendor_us, {genome_id: us})}."""
+    data = {"shapes": [{"problem": shape, "baselines": {"device": {"torch_tn": {"median_us": v}, "x": {"median_us": v * 2}}},
+                        "kernels": [{"genome": {"id": gid}, "measurement": {"status": "ok", "device": {"median_us": t}}}
+                                    for gid, t in kernels.items()]
+                        + [{"genome": {"id": "failed0"}, "measurement": {"status": "gate_failed"}}]}
+                       for shape, (v, kernels) in shapes.items()]}
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _hall(folder, halls):
+    (folder / "hall_of_fame").mkdir(parents=True)
+    for shape, ids in halls.items():
+        (folder / "hall_of_fame" / f"{shape}.json").write_text(json.dumps([{"genome": {"id": i}} for i in ids]))
+    return folder
+
+
+def test_each_arm_gets_its_own_fastest_timed_kernel_and_the_geomeans(tmp_path):
+    bench = _bench(tmp_path / "bench.json", {"64x64x64": (10.0, {"a1": 12.5, "a2": 20.0, "b1": 8.0}),
+                                             "128x128x128": (20.0, {"a1": 20.0, "b1": 25.0})})
+    a = _hall(tmp_path / "a", {"64x64x64": ["a1", "a2", "failed0"], "128x128x128": ["a1"]})
+    b = _hall(tmp_path / "b", {"64x64x64": ["b1"], "128x128x128": ["b1"]})
+    text = compare(bench, {"old": [a], "new": [b]})
+    rows = [line for line in text.splitlines() if line.startswith("| 64") or line.startswith("| 128")]
+    assert rows[0] == "| 64x64x64 | 10.0 | 12.5 `a1` | 0.800 | 8.0 `b1` | 1.250 | 1.562 |"
+    assert rows[1] == "| 128x128x128 | 20.0 | 20.0 `a1` | 1.000 | 25.0 `b1` | 0.800 | 0.800 |"
+    assert "old 0.8944, new 1.0000 (new / old 1.1180); new better by >1% at 1 shapes, worse by >1% at 1" in text
+
+
+def test_an_arm_with_no_timed_kernel_at_a_shape_is_an_error_and_the_cli_wants_two_arms(tmp_path, capsys):
+    bench = _bench(tmp_path / "bench.json", {"64x64x64": (10.0, {"a1": 12.5})})
+    a = _hall(tmp_path / "a", {"64x64x64": ["a1"]})
+    b = _hall(tmp_path / "b", {"64x64x64": ["failed0"]})
+    with pytest.raises(ValueError, match="64x64x64: no kernel of the 'new' halls"):
+        compare(bench, {"old": [a], "new": [b]})
+    assert main([str(bench), f"old={a}"]) == 2
+    assert main([str(bench), f"old={a}", f"new={a},{a}"]) == 0
+    assert "| 64x64x64 |" in capsys.readouterr().out
