@@ -117,3 +117,16 @@ def test_the_base_wgmma_widths_are_those_cute_offers_without_the_extended_shapes
             guarded = False
     assert base == set(GMMA_BASE_N)
     assert {144, 176} <= extended
+
+
+def test_a_family_on_the_sm90_template_without_the_base_widths_always_gets_the_extended_shapes():
+    """A plug-in family built on the sm90 template without `template_globals` still renders, and its
+    WGMMA is never narrowed (the macro does not change the choice for the base widths)."""
+    import dataclasses
+    from templates import FamilyRegistry
+    base = family_registry().resolve("sm90_cutlass")
+    bare = dataclasses.replace(base, template_globals={})
+    g = SPACE.sample(random.Random(2))
+    g = Genome.from_dict(dict(g.to_dict(), id=None, params=dict(g.param_dict, tile_n=128)))
+    assert "CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED" not in render(g).source
+    assert "#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED 1" in render(g, FamilyRegistry([bare])).source
