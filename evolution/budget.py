@@ -14,6 +14,8 @@ shape. Grants never change the shapes table; they are re-taken on every replay, 
 
 from __future__ import annotations
 
+import statistics
+
 from typing import Any, Callable, Iterable, Mapping
 
 from .db import CampaignDB
@@ -114,11 +116,8 @@ def round_size(strategy: Any, population: Any, first: bool) -> int:
 def round_estimate(durations: "list[float]", last: int = 8) -> "float | None":
     """The wall seconds a round after the first is expected to take: the median of the last `last`
     such rounds of the campaign (this session), or None before two were timed."""
-    recent = sorted(durations[-last:])
-    if len(recent) < 2:
-        return None
-    mid = len(recent) // 2
-    return recent[mid] if len(recent) % 2 else 0.5 * (recent[mid - 1] + recent[mid])
+    recent = durations[-last:]
+    return statistics.median(recent) if len(recent) >= 2 else None
 
 
 def next_size(state: ShapeState, db: CampaignDB, seq: "int | None", population: Any, inflight: int,

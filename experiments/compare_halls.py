@@ -10,9 +10,10 @@ A DIR is a campaign folder (its `hall_of_fame/*.json`). Prints a Markdown table.
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 from pathlib import Path
+
+from .bench_report import geomean, load_results
 
 
 def hall_ids(folders: "list[Path]") -> dict[str, set[str]]:
@@ -30,15 +31,13 @@ def compare(bench_path: Path, arms: "dict[str, list[Path]]") -> str:
         raise ValueError(f"compare takes two arms, got {len(arms)}")
     (a, b) = arms
     halls = {name: hall_ids(folders) for name, folders in arms.items()}
-    bench = json.loads(Path(bench_path).read_text())
+    results, _ = load_results(bench_path)
     ratios: dict[str, list[float]] = {a: [], b: []}
     lines = [f"| shape | best vendor (us) | {a} (us) | {a} vs vendor | {b} (us) | {b} vs vendor | {b} / {a} |",
              "|---|---|---|---|---|---|---|"]
-    for s in bench["shapes"]:
-        shape = s["problem"]
-        vendor = min(t["median_us"] for t in s["baselines"]["device"].values())
-        times = {k["genome"]["id"]: k["measurement"]["device"]["median_us"] for k in s["kernels"]
-                 if k["measurement"]["status"] == "ok" and k["measurement"].get("device")}
+    for r in results:
+        shape, vendor = r.problem.name, r.baselines.best_vendor_us
+        times = {g.id: m.device.median_us for g, m in r.measurements if m.ok and m.device}
         best = {}
         for name in (a, b):
             timed = [(times[g], g) for g in halls[name].get(shape, ()) if g in times]
@@ -48,7 +47,7 @@ def compare(bench_path: Path, arms: "dict[str, list[Path]]") -> str:
             ratios[name].append(vendor / best[name][0])
         lines.append(f"| {shape} | {vendor:.1f} | {best[a][0]:.1f} `{best[a][1][:8]}` | {vendor / best[a][0]:.3f} | "
                      f"{best[b][0]:.1f} `{best[b][1][:8]}` | {vendor / best[b][0]:.3f} | {best[a][0] / best[b][0]:.3f} |")
-    g = {name: statistics.geometric_mean(r) for name, r in ratios.items()}
+    g = {name: geomean(values) for name, values in ratios.items()}
     better = sum(y > x * 1.01 for x, y in zip(ratios[a], ratios[b]))
     worse = sum(y < x / 1.01 for x, y in zip(ratios[a], ratios[b]))
     lines += ["", f"geomean vs best vendor over {len(ratios[a])} shapes: {a} {g[a]:.4f}, {b} {g[b]:.4f} "

@@ -2,16 +2,33 @@ import json
 
 import pytest
 
+from genome import Genome
+
 from experiments.compare_halls import compare, main
 
 
+LABELS = ("a1", "a2", "b1", "failed0")  # each a distinct real genome: load_results checks ids against content
+
+
+def _g(label):
+    return Genome.make("sm90_cutlass", {"tile_n": (32, 64, 96, 128)[LABELS.index(label)]})
+
+
+def _timing(us):
+    return {"median_us": us, "min_us": us, "max_us": us, "repeats": 5}
+
+
 def _bench(path, shapes):
-    """A bench.json with the given {shape: (vendor_us, {genome_id: us})}."""
-    data = {"shapes": [{"problem": shape, "baselines": {"device": {"torch_tn": {"median_us": v}, "x": {"median_us": v * 2}}},
-                        "kernels": [{"genome": {"id": gid}, "measurement": {"status": "ok", "device": {"median_us": t}}}
-                                    for gid, t in kernels.items()]
-                        + [{"genome": {"id": "failed0"}, "measurement": {"status": "gate_failed"}}]}
-                       for shape, (v, kernels) in shapes.items()]}
+    """A bench.json with the given {shape: (vendor_us, {label: us})}, and a kernel that failed the gate."""
+    data = {"meta": {}, "shapes": [
+        {"problem": shape,
+         "baselines": {"problem": shape, "device": {"torch_tn": _timing(v), "x": _timing(v * 2)}},
+         "kernels": [{"genome": _g(label).to_dict(), "measurement": {"genome_id": _g(label).id, "problem": shape, "status": "ok",
+                                                                "device": _timing(t)}}
+                     for label, t in kernels.items()]
+         + [{"genome": _g("failed0").to_dict(), "measurement": {"genome_id": _g("failed0").id, "problem": shape,
+                                                           "status": "gate_failed"}}]}
+        for shape, (v, kernels) in shapes.items()]}
     path.write_text(json.dumps(data))
     return path
 
@@ -19,7 +36,7 @@ def _bench(path, shapes):
 def _hall(folder, halls):
     (folder / "hall_of_fame").mkdir(parents=True)
     for shape, ids in halls.items():
-        (folder / "hall_of_fame" / f"{shape}.json").write_text(json.dumps([{"genome": {"id": i}} for i in ids]))
+        (folder / "hall_of_fame" / f"{shape}.json").write_text(json.dumps([{"genome": {"id": _g(i).id}} for i in ids]))
     return folder
 
 
@@ -30,8 +47,9 @@ def test_each_arm_gets_its_own_fastest_timed_kernel_and_the_geomeans(tmp_path):
     b = _hall(tmp_path / "b", {"64x64x64": ["b1"], "128x128x128": ["b1"]})
     text = compare(bench, {"old": [a], "new": [b]})
     rows = [line for line in text.splitlines() if line.startswith("| 64") or line.startswith("| 128")]
-    assert rows[0] == "| 64x64x64 | 10.0 | 12.5 `a1` | 0.800 | 8.0 `b1` | 1.250 | 1.562 |"
-    assert rows[1] == "| 128x128x128 | 20.0 | 20.0 `a1` | 1.000 | 25.0 `b1` | 0.800 | 0.800 |"
+    a1, b1 = _g("a1").id[:8], _g("b1").id[:8]
+    assert rows[0] == f"| 64x64x64 | 10.0 | 12.5 `{a1}` | 0.800 | 8.0 `{b1}` | 1.250 | 1.562 |"
+    assert rows[1] == f"| 128x128x128 | 20.0 | 20.0 `{a1}` | 1.000 | 25.0 `{b1}` | 0.800 | 0.800 |"
     assert "old 0.8944, new 1.0000 (new / old 1.1180); new better by >1% at 1 shapes, worse by >1% at 1" in text
 
 

@@ -126,7 +126,6 @@ def test_a_family_on_the_sm90_template_without_the_base_widths_always_gets_the_e
     from templates import FamilyRegistry
     base = family_registry().resolve("sm90_cutlass")
     bare = dataclasses.replace(base, template_globals={})
-    g = SPACE.sample(random.Random(2))
-    g = Genome.from_dict(dict(g.to_dict(), id=None, params=dict(g.param_dict, tile_n=128)))
+    g = SPACE.sample(random.Random(2)).with_params(tile_n=128)
     assert "CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED" not in render(g).source
     assert "#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED 1" in render(g, FamilyRegistry([bare])).source
