@@ -8,6 +8,7 @@ import inspect
 from typing import Callable
 
 from evaluator.api import Evaluator
+from evaluator.paired import START_TOLERANCE
 
 from .db import CampaignDB
 from .shape_state import ShapeState
@@ -26,3 +27,8 @@ def verify_hall_of_fame(state: ShapeState, evaluator: Evaluator, db: CampaignDB,
     for m in measurements:
         m.problem = state.name
     db.record_verified(state.name, baselines, measurements)
+    start, now = state.baselines.best("device") if state.baselines else None, baselines.best("device")
+    if start and now and now[1] > 0 and not 1.0 / START_TOLERANCE <= start[1] / now[1] <= START_TOLERANCE:
+        log(f"{state.name}: the best vendor baseline took {now[1]:.2f} us ({now[0]}) at the re-verification and "
+            f"{start[1]:.2f} us ({start[0]}) when the shape started: the GPU's clock or power state moved between "
+            "them, so this shape's search-time speedups are off by that factor (the re-verified ones stand)")

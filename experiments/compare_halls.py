@@ -1,6 +1,8 @@
 """Two sets of halls of fame compared inside one bench: for each shape of a `bench.json` that timed
 the union of both (`evogemm bench --per-shape --kernels A... B...`), each set's fastest kernel,
-its speedup against the best vendor baseline of that same run, and the geomean of each set.
+its speedup against the best vendor baseline of that same run, and the geomean of each set over
+the shapes where both have a timed kernel (a shape one set has none for, say a campaign that ran out
+of wall time before it, is shown with a dash and named under the table).
 
     python -m experiments.compare_halls BENCH.json before=DIR[,DIR...] after=DIR[,DIR...]
 
@@ -33,6 +35,7 @@ def compare(bench_path: Path, arms: "dict[str, list[Path]]") -> str:
     halls = {name: hall_ids(folders) for name, folders in arms.items()}
     results, _ = load_results(bench_path)
     ratios: dict[str, list[float]] = {a: [], b: []}
+    missing: dict[str, list[str]] = {a: [], b: []}
     lines = [f"| shape | best vendor (us) | {a} (us) | {a} vs vendor | {b} (us) | {b} vs vendor | {b} / {a} |",
              "|---|---|---|---|---|---|---|"]
     for r in results:
@@ -41,17 +44,26 @@ def compare(bench_path: Path, arms: "dict[str, list[Path]]") -> str:
         best = {}
         for name in (a, b):
             timed = [(times[g], g) for g in halls[name].get(shape, ()) if g in times]
-            if not timed:
-                raise ValueError(f"{shape}: no kernel of the {name!r} halls was timed in {bench_path}")
-            best[name] = min(timed)
-            ratios[name].append(vendor / best[name][0])
-        lines.append(f"| {shape} | {vendor:.1f} | {best[a][0]:.1f} `{best[a][1][:8]}` | {vendor / best[a][0]:.3f} | "
-                     f"{best[b][0]:.1f} `{best[b][1][:8]}` | {vendor / best[b][0]:.3f} | {best[a][0] / best[b][0]:.3f} |")
+            if timed:
+                best[name] = min(timed)
+            else:
+                missing[name].append(shape)
+        cells = [f"{best[n][0]:.1f} `{best[n][1][:8]}` | {vendor / best[n][0]:.3f}" if n in best else "- | -"
+                 for n in (a, b)]
+        both = len(best) == 2
+        lines.append(f"| {shape} | {vendor:.1f} | {cells[0]} | {cells[1]} | "
+                     + (f"{best[a][0] / best[b][0]:.3f} |" if both else "- |"))
+        if both:
+            for name in (a, b):
+                ratios[name].append(vendor / best[name][0])
+    if not ratios[a]:
+        raise ValueError(f"no shape of {bench_path} has a timed kernel of both the {a!r} and the {b!r} halls")
     g = {name: geomean(values) for name, values in ratios.items()}
     better = sum(y > x * 1.01 for x, y in zip(ratios[a], ratios[b]))
     worse = sum(y < x / 1.01 for x, y in zip(ratios[a], ratios[b]))
-    lines += ["", f"geomean vs best vendor over {len(ratios[a])} shapes: {a} {g[a]:.4f}, {b} {g[b]:.4f} "
+    lines += ["", f"geomean vs best vendor over the {len(ratios[a])} shapes both have: {a} {g[a]:.4f}, {b} {g[b]:.4f} "
                   f"({b} / {a} {g[b] / g[a]:.4f}); {b} better by >1% at {better} shapes, worse by >1% at {worse}"]
+    lines += [f"no kernel of the {name!r} halls timed at: {', '.join(shapes)}" for name, shapes in missing.items() if shapes]
     return "\n".join(lines)
 
 

@@ -11,6 +11,7 @@ from typing import Any, Mapping, Sequence
 from rich.console import Console
 from rich.table import Table
 
+from evaluator.paired import START_TOLERANCE
 from evolution.db import CampaignDB
 from evolution.population import rank_key
 
@@ -85,6 +86,11 @@ def campaign_status(db: CampaignDB) -> dict[str, Any]:
                 "speedup": (vvendor[1] / vbest.time_us) if vbest and vvendor else None,
                 "failed": {m.genome_id: m.status for m in vms if not m.ok},
             }
+            start_vendor = entry["best_vendor"]
+            if start_vendor and vvendor and vvendor[1] > 0:
+                # the best vendor time when the shape started / at its re-verification: far from 1, the
+                # GPU's clock or power state moved between them and the search's speedups are off by it
+                entry["verified"]["vendor_drift"] = start_vendor[1] / vvendor[1]
         if best:
             genome, m, confirmed = best
             entry["best"] = {"genome_id": genome.id, "genome": genome.to_dict(), "short": genome.short(),
@@ -113,6 +119,7 @@ def campaign_status(db: CampaignDB) -> dict[str, Any]:
         "wins": sum(1 for s in speedups if s > 1.0),
         "shapes_with_kernel": len(speedups),
         "verified": _verified_aggregate(shapes),
+        "unsteady_start": _unsteady_start(shapes),
         "skipped": [{"shape": s["shape"], "reason": skip_reason(s["reason"])} for s in shapes if s["skipped"]],
         "extensions": [_public(e) for e in db.get_meta("extensions") or []],
         "utilisation": db.get_meta("utilisation"),
@@ -158,6 +165,24 @@ def _verified_aggregate(shapes: list[dict[str, Any]]) -> "dict[str, Any] | None"
         return None
     return {"geomean": math.exp(sum(math.log(v) for v in verified) / len(verified)), "shapes": len(verified),
             "wins": sum(1 for v in verified if v > 1.0), "worst": min(verified)}
+
+
+def _unsteady_start(shapes: list[dict[str, Any]]) -> "dict[str, Any] | None":
+    """The shapes whose best vendor time at the start was off its re-verified time by more than
+    START_TOLERANCE (the search's figures there are scaled by a baseline measured in another clock
+    or power state), and the search's geomean without them; None when there are none."""
+    off = [s for s in shapes if s.get("speedup") and not _within((s.get("verified") or {}).get("vendor_drift"))]
+    if not off:
+        return None
+    rest = [s["speedup"] for s in shapes if s.get("speedup") and s not in off]
+    return {"shapes": [{"shape": s["shape"], "start_us": s["best_vendor"][1],
+                        "verified_us": s["verified"]["best_vendor"][1]} for s in off],
+            "geomean_without": math.exp(sum(math.log(v) for v in rest) / len(rest)) if rest else None,
+            "shapes_without": len(rest)}
+
+
+def _within(drift: "float | None") -> bool:
+    return drift is None or 1.0 / START_TOLERANCE <= drift <= START_TOLERANCE
 
 
 def _problem(name: str) -> Any:
@@ -283,6 +308,33 @@ def _footer(status: dict[str, Any], console: Console, sim: Any) -> None:
                       + (" (SIMULATED)" if sim else ""), highlight=False)
 
 
+def headline_lines(status: dict[str, Any]) -> list[str]:
+    """The campaign's speedup figures, one line each (Markdown): the re-verified ones (to quote),
+    the search's, and the shapes whose start baselines the re-verification found off."""
+    label = " (simulated)" if status.get("simulated") else ""
+    lines = []
+    v = status.get("verified")
+    if v:
+        lines.append(f"**re-verified, interleaved with the baselines: geomean {v['geomean']:.3f}x vs best vendor, "
+                     f"{v['wins']} wins of {v['shapes']} shapes, worst {v['worst']:.3f}x** (the figures to quote)")
+    if status.get("geomean_speedup"):
+        searched = (" during the search (the best genome at its confirming measurement, the hall of fame's; "
+                    "baselines measured once per shape)") if v else ""
+        lines.append(f"geomean speedup vs best vendor{label}{searched}: {status['geomean_speedup']:.3f}x, "
+                     f"{status['wins']} wins of {status['shapes_with_kernel']} shapes with a passing kernel "
+                     f"(of {len(status['shapes'])})")
+    off = status.get("unsteady_start")
+    if off:
+        lines.append(f"{len(off['shapes'])} shape(s) whose best vendor time at the start was off its re-verified time "
+                     f"by more than {START_TOLERANCE:g}x (the GPU's clock or power state moved; the search's speedups "
+                     "there are scaled by it): "
+                     + ", ".join(f"{o['shape']} ({_fmt_us(o['start_us'])} at the start, {_fmt_us(o['verified_us'])} "
+                                 "re-verified)" for o in off["shapes"])
+                     + (f"; the search's geomean without them: {off['geomean_without']:.3f}x over "
+                        f"{off['shapes_without']} shapes" if off.get("geomean_without") else ""))
+    return lines
+
+
 def render_report(status: dict[str, Any], plots: "Sequence[str]" = ()) -> str:
     """report.md; `plots`: the report page and figures (paths relative to the campaign folder) to link."""
     sim = bool(status.get("simulated"))
@@ -295,17 +347,7 @@ def render_report(status: dict[str, Any], plots: "Sequence[str]" = ()) -> str:
               f"- seed {status['seed']}, strategy `{status['strategy']}`, policy `{status['policy']}`",
               f"- {status['evaluations']} evaluations, {status['proposals']} proposals, {status['sessions']} "
               f"session(s), {status['wall_seconds']:.0f} s wall, {status['gpu_seconds']:.1f} s GPU"]
-    n_all = len(status["shapes"])
-    v = status.get("verified")
-    if v:
-        lines.append(f"- **re-verified, interleaved with the baselines: geomean {v['geomean']:.3f}x vs best vendor, "
-                     f"{v['wins']} wins of {v['shapes']} shapes, worst {v['worst']:.3f}x** (the figures to quote)")
-    if status.get("geomean_speedup"):
-        searched = (" during the search (the best genome at its confirming measurement, the hall of fame's; "
-                    "baselines measured once per shape)") if v else ""
-        lines.append(f"- geomean speedup vs best vendor{label}{searched}: {status['geomean_speedup']:.3f}x, "
-                     f"{status['wins']} wins of {status['shapes_with_kernel']} shapes with a passing kernel "
-                     f"(of {n_all})")
+    lines += [f"- {line}" for line in headline_lines(status)]
     util = utilisation_text(status.get("utilisation"))
     if util:
         lines.append(f"- {util}")

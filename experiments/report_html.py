@@ -127,8 +127,9 @@ tr:nth-child(even) td { background: #fafafa; } code { background: #f3f3f3; paddi
 
 
 def _inline(text: str) -> str:
-    """Escape for HTML, with `code` spans."""
-    return re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(str(text)))
+    """Escape for HTML, with `code` and **bold** spans."""
+    text = re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(str(text)))
+    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
 
 
 def render_html(sections: Sequence[Section], figures: Sequence[Sequence[tuple[str, Path]]]) -> str:

@@ -206,17 +206,13 @@ def campaign_section(db: Any, source: str) -> Section:
     if any(verified_series):
         series["best vendor, re-verified interleaved"] = verified_series
     name = config.get("name") or Path(source).name
-    sim = " (simulated)" if simulated else ""
     section = Section(title=f"Campaign {name}", kind="campaign", source=source, simulated=simulated)
-    speedups = [min(base.values()) / t for _, t, base, _ in table_rows if t and base]
-    geo = _geomean([s for s in speedups if s])
+    from .report import campaign_status, headline_lines
     section.lines = [f"evaluator: {db.get_meta('evaluator_description') or '-'}",
                      f"seed {config.get('seed')}, strategy `{(config.get('strategy') or {}).get('name')}`, policy "
                      f"`{(config.get('selection') or {}).get('policy')}`; {db.evaluation_count()} evaluations over "
                      f"{len(shapes)} shapes"]
-    if geo:
-        section.lines.append(f"geomean speedup vs best vendor{sim}: {geo:.3f}x over {len(speedups)} shapes with a "
-                             f"passing kernel; {sum(1 for s in speedups if s > 1)} wins")
+    section.lines += headline_lines(campaign_status(db))   # the re-verified figures first, as in report.md
     section.lines.append(f"roofline memory roof: {NOMINAL_HBM_TBPS:g} TB/s nominal (a campaign measures no "
                          "bandwidth)")
     section.table = _speedup_table(table_rows, names)

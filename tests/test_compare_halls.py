@@ -53,12 +53,19 @@ def test_each_arm_gets_its_own_fastest_timed_kernel_and_the_geomeans(tmp_path):
     assert "old 0.8944, new 1.0000 (new / old 1.1180); new better by >1% at 1 shapes, worse by >1% at 1" in text
 
 
-def test_an_arm_with_no_timed_kernel_at_a_shape_is_an_error_and_the_cli_wants_two_arms(tmp_path, capsys):
-    bench = _bench(tmp_path / "bench.json", {"64x64x64": (10.0, {"a1": 12.5})})
-    a = _hall(tmp_path / "a", {"64x64x64": ["a1"]})
-    b = _hall(tmp_path / "b", {"64x64x64": ["failed0"]})
-    with pytest.raises(ValueError, match="64x64x64: no kernel of the 'new' halls"):
-        compare(bench, {"old": [a], "new": [b]})
+def test_a_shape_one_arm_has_no_timed_kernel_for_is_dashed_and_left_out_of_the_geomeans(tmp_path, capsys):
+    bench = _bench(tmp_path / "bench.json", {"64x64x64": (10.0, {"a1": 12.5}),
+                                             "128x128x128": (20.0, {"a1": 20.0, "b1": 25.0})})
+    a = _hall(tmp_path / "a", {"64x64x64": ["a1"], "128x128x128": ["a1"]})
+    b = _hall(tmp_path / "b", {"64x64x64": ["failed0"], "128x128x128": ["b1"]})
+    text = compare(bench, {"old": [a], "new": [b]})
+    assert f"| 64x64x64 | 10.0 | 12.5 `{_g('a1').id[:8]}` | 0.800 | - | - | - |" in text
+    assert "over the 1 shapes both have: old 1.0000, new 0.8000" in text
+    assert "no kernel of the 'new' halls timed at: 64x64x64" in text
+    assert "'old' halls timed at" not in text
+    only_a = _bench(tmp_path / "only-a.json", {"64x64x64": (10.0, {"a1": 12.5})})
+    with pytest.raises(ValueError, match="no shape of .* has a timed kernel of both"):
+        compare(only_a, {"old": [a], "new": [b]})
     assert main([str(bench), f"old={a}"]) == 2
     assert main([str(bench), f"old={a}", f"new={a},{a}"]) == 0
     assert "| 64x64x64 |" in capsys.readouterr().out

@@ -525,9 +525,51 @@ def test_gpu_campaigns_re_verify_the_hall_of_fame_once(tmp_path):
     report = (folder / "report.md").read_text()
     assert "re-measured, interleaved with the baselines" in report
     assert "**re-verified, interleaved with the baselines: geomean" in report
+    assert "whose best vendor time at the start was off" not in report   # the fake's clock never moves
     # a resume of the finished campaign does not measure again
     _, ev2 = run(folder, small_config(), evaluator=GpuLikeEvaluator(seed=0), mode="resume")
     assert ev2.interleaved == [] and ev2.calls == []
+
+
+class SlowStartEvaluator(GpuLikeEvaluator):
+    """The GPU was in a slow clock or power state while one shape's baselines were first measured:
+    they came back `factor` times their time (the re-verification measures them at the usual one)."""
+
+    def __init__(self, slow_shape, factor, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.slow_shape, self.factor = slow_shape, factor
+
+    def baselines(self, problem):
+        bs = super().baselines(problem)
+        if problem.name == self.slow_shape and self.baseline_calls.count(problem.name) == 1:
+            bs.device = {n: Timing(t.median_us * self.factor, t.min_us * self.factor, t.max_us * self.factor, t.repeats)
+                         for n, t in bs.device.items()}
+        return bs
+
+
+def test_a_shape_whose_start_baselines_the_re_verification_finds_off_is_named_and_left_out_of_a_second_geomean(tmp_path):
+    from experiments.report import campaign_status
+    from evolution.db import CampaignDB
+    config = small_config()
+    slow = config["shapes"][0]
+    for factor, named in ((1.4, False), (1.9, True)):
+        folder = tmp_path / f"c{factor}"
+        run(folder, config, evaluator=SlowStartEvaluator(slow, factor, seed=0))
+        log, report = (folder / "campaign.log").read_text(), (folder / "report.md").read_text()
+        assert ("the GPU's clock or power state moved between them" in log) is named
+        assert ("whose best vendor time at the start was off its re-verified time by more than 1.5x" in report) is named
+        with CampaignDB(folder / "campaign.db") as db:
+            status = campaign_status(db)
+        entry = {s["shape"]: s for s in status["shapes"]}[slow]
+        assert entry["verified"]["vendor_drift"] == pytest.approx(factor)
+        if named:
+            off = status["unsteady_start"]
+            assert [o["shape"] for o in off["shapes"]] == [slow]
+            rest = [s["speedup"] for s in status["shapes"] if s.get("speedup") and s["shape"] != slow]
+            assert off["geomean_without"] == pytest.approx(math.exp(sum(map(math.log, rest)) / len(rest)))
+            assert f"the search's geomean without them: {off['geomean_without']:.3f}x over {len(rest)} shapes" in report
+        else:
+            assert status["unsteady_start"] is None
 
 
 def test_simulated_campaigns_do_not_re_verify(tmp_path):

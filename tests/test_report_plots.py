@@ -293,3 +293,8 @@ def test_a_re_verified_hall_of_fame_is_its_own_series(campaigns, tmp_path):
     assert r.value == pytest.approx(20.0 / 16.0)
     assert (r.low, r.high) == pytest.approx((20.0 / 16.0 * (19 / 20) * (16 / 17), 20.0 / 16.0 * (22 / 20) * (16 / 15.5)))
     assert series[section.speedup.shapes.index("1024x1024x1024")] is None
+
+
+def test_report_page_lines_keep_code_and_bold_spans_and_escape_the_rest():
+    from experiments.report_html import _inline
+    assert _inline("**1.006x** over `a<b>` & more") == "<strong>1.006x</strong> over <code>a&lt;b&gt;</code> &amp; more"
