@@ -40,6 +40,9 @@ class GpuEvaluator:
     OPTIONS = ("cache_dir", "jobs", "gpu", "seed", "timing", "modes", "baselines", "log_dir", "silence_timeout_s",
                "build_timeout_s", "overlap", "paired")
     simulated = False
+    # shapes it may search side by side (evolution/windows.py): they take turns on the one GPU (the
+    # worker pool runs one request at a time) while their builds overlap each other and the timing
+    lanes = 64
 
     def __init__(self, cache_dir: "str | Path | None" = None, jobs: "int | None" = None, gpu: int = 0, seed: int = 0,
                  timing: "dict | None" = None, modes: Sequence[str] = ("device",),

@@ -3,7 +3,9 @@ and survive the kernels that kill it (the worker itself is evaluator/gpu_worker.
 
 One worker process per GPU. A kernel that faults, corrupts memory or hangs costs only its worker:
 the parent blames the kernel the worker last announced, records the failure with its reason,
-starts a fresh worker and measures the rest of the batch again there.
+starts a fresh worker and measures the rest of the batch again there. The worker runs one request
+at a time: shapes searched side by side on one GPU (`population.shapes_in_flight`) take turns on it,
+so a timing never shares the GPU with another one.
 """
 
 from __future__ import annotations
@@ -170,11 +172,18 @@ class WorkerPool:
             log = Path(log_dir) / f"gpu{gpu}-worker.log"
         self.worker = Worker(gpu=gpu, log_path=log, module=worker_module)
         self.restarts = 0
+        self._turn = threading.RLock()   # one request on the worker (and its GPU) at a time
 
     def measure(self, problem: Problem, kernels: list[dict], baselines: Sequence[str], modes: Sequence[str],
                 config: dict, seed: int, reference: "str | None" = None) -> MeasureResult:
         """Gate and time `kernels` and `baselines`; with `reference` (the id of one of them) every
-        other candidate is timed right after a replay of the reference, round by round."""
+        other candidate is timed right after a replay of the reference, round by round. Callers on
+        other threads wait their turn."""
+        with self._turn:
+            return self._measure(problem, kernels, baselines, modes, config, seed, reference)
+
+    def _measure(self, problem: Problem, kernels: list[dict], baselines: Sequence[str], modes: Sequence[str],
+                 config: dict, seed: int, reference: "str | None") -> MeasureResult:
         failures: dict[str, tuple[str, str]] = {}
         pending = list(kernels)
         base = list(baselines)
@@ -200,9 +209,11 @@ class WorkerPool:
                 self.worker.kill()
 
     def info(self) -> dict:
-        if not self.worker.alive():
-            self.worker.start()
-        return self.worker.info
+        with self._turn:
+            if not self.worker.alive():
+                self.worker.start()
+            return self.worker.info
 
     def close(self) -> None:
-        self.worker.close()
+        with self._turn:
+            self.worker.close()

@@ -180,8 +180,9 @@ class Engine(StrategyFactory, EngineViews):
         return self.states
 
     def _lanes(self) -> int:
-        """How many shapes may run side by side: the evaluator's lanes (one per GPU actor on Ray; the
-        simulator has many, a single GPU one). A campaign whose shapes are all done needs no evaluator."""
+        """How many shapes may run side by side: the evaluator's lanes (the simulator and the GPU
+        backends have many: shapes on one GPU take turns on it; an evaluator without `lanes` has one).
+        A campaign whose shapes are all done needs no evaluator."""
         rows = self.db.shape_rows()
         if self._evaluator is None and rows and all(r["status"] == "done" for r in rows):
             return 1

@@ -1,5 +1,5 @@
 """Shapes searched side by side (`population.shapes_in_flight: W`), one per evaluator lane (a GPU
-actor on Ray).
+actor on Ray; on the single-process GPU backend the shapes take turns on the one GPU).
 
 Shape i opens once every shape up to i - W is done, and starts from those shapes only (seeds from
 their halls of fame, the policy of the last of them, a budget share of what they left): its inputs

@@ -78,7 +78,8 @@ class Population(Strict):
     shapes_in_flight: int = Field(
         1, ge=1, le=256, description="shapes searched at once: shape i starts once every shape up to i - "
         "shapes_in_flight is done and is seeded only from those, so the search is the same on any backend; "
-        "they run side by side where the evaluator has the lanes (one per GPU actor on Ray), else in turn")
+        "they run side by side where the evaluator has the lanes (the simulator, the gpu backend: they take turns "
+        "on its one GPU; Ray: spread over the GPU actors), else in turn")
 
     @model_validator(mode="after")
     def _sizes(self) -> "Population":

@@ -127,3 +127,40 @@ def test_short_campaign_runs_on_the_gpu_and_re_verifies(tmp_path):
     assert statuses.get("ok", 0) >= 6 and verified == 1
     report = (folder / "report.md").read_text()
     assert "re-measured, interleaved with the baselines" in report and "Simulated" not in report
+
+
+def test_two_shapes_in_flight_take_turns_on_the_one_gpu(tmp_path):
+    """`population.shapes_in_flight: 2` on the single-GPU backend: both shapes are searched side by
+    side (their builds overlap), their measurements take turns on the worker, and each ends
+    confirmed and re-verified."""
+    import sqlite3
+
+    from experiments.campaign import create_campaign, run_campaign
+    from experiments.schema import parse_campaign
+
+    class Quiet:
+        def update(self, rows, simulated=None, evaluator=None):
+            pass
+
+    shapes = ["2048x2048x2048", "4096x1024x1024"]
+    data = {
+        "name": "gpu-two-in-flight", "seed": 3, "shapes": shapes,
+        "budget": {"evaluations_per_shape": 8},
+        "population": {"size": 4, "islands": 1, "offspring": 4, "elite": 1, "migration_size": 0,
+                       "seed_fraction": 1.0, "shapes_in_flight": 2},
+        "operators": [{"name": "param_mutate", "params": {"kinds": ["runtime"]}}],
+        "selection": {"policy": "thompson"},
+        "evaluator": {"backend": "gpu", "timing": QUICK},
+    }
+    folder = tmp_path / "campaign"
+    create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
+    result = run_campaign(folder, progress=Quiet())
+    assert all(result.states[s].evaluations == 8 and result.states[s].best is not None for s in shapes)
+    log = (folder / "campaign.log").read_text()
+    assert "shapes in flight: up to 2 (2 at once on this evaluator)" in log
+    conn = sqlite3.connect(str(folder / "campaign.db"))
+    verified = dict(conn.execute("SELECT problem, COUNT(*) FROM verified GROUP BY problem").fetchall())
+    conn.close()
+    assert verified == {s: 1 for s in shapes}
+    for s in shapes:
+        print(s, result.states[s].best.time_us, result.states[s].best_vendor_us)

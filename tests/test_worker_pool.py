@@ -40,3 +40,41 @@ def test_crash_hang_and_fault_cost_only_their_kernel(pool):
 def test_worker_log_is_kept(pool, tmp_path):
     pool.measure(Problem(8, 8, 8), specs("good"), [], ["device"], {}, seed=0)
     assert (tmp_path / "gpu0-worker.log").exists()
+
+
+def test_requests_from_shapes_side_by_side_take_turns_on_the_worker(pool):
+    """Two shapes searched side by side on one GPU (GpuEvaluator.lanes): their measure requests
+    come from two threads, and the worker runs one at a time, so no timing shares the GPU."""
+    import threading
+    import time
+
+    from evaluator.gpu import GpuEvaluator
+    assert GpuEvaluator.lanes > 1
+    inside, most = [0], [0]
+    guard = threading.Lock()
+    real = pool.worker.request
+
+    def request(req, timeout):
+        with guard:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0.05)
+        try:
+            return real(req, timeout)
+        finally:
+            with guard:
+                inside[0] -= 1
+    pool.worker.request = request
+    results = {}
+
+    def shape(n):
+        results[n] = [pool.measure(Problem(64, 64, n), specs(f"good-{n}-{i}"), [], ["device"], {}, seed=i)
+                      for i in range(3)]
+    threads = [threading.Thread(target=shape, args=(n,)) for n in (64, 128, 256)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 1
+    assert {n: [set(r.kernels) for r in rs] for n, rs in results.items()} == \
+        {n: [{f"good-{n}-{i}"} for i in range(3)] for n in (64, 128, 256)}
