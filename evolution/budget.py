@@ -14,6 +14,7 @@ shape. Grants never change the shapes table; they are re-taken on every replay, 
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from typing import Any, Callable, Iterable, Mapping
@@ -83,10 +84,13 @@ class NoGrants(Grants):
 
 
 def allocation(budget: Any, shapes_left: int, states: Iterable[ShapeState], wall_used: float,
-               reserved: Iterable[Mapping[str, Any]] = ()) -> dict[str, Any]:
+               reserved: Iterable[Mapping[str, Any]] = (), side_by_side: int = 1) -> dict[str, Any]:
     """The budget of the next shape to start, given what the shapes before it used, and the
     allocations `reserved` by shapes still running beside it (counted as spent in full, so the
-    split does not depend on how far they got)."""
+    split does not depend on how far they got). With `side_by_side` shapes really running at once,
+    wall time is shared, not summed: the shape gets the wall left over the ceil(shapes_left /
+    side_by_side) turns still to come, and the wall of the shapes beside it is not reserved (it
+    passes while this one runs)."""
     states = list(states)
     reserved = list(reserved)
     used_evals = sum(s.evaluations for s in states) + sum(r.get("evaluations") or 0 for r in reserved)
@@ -99,8 +103,12 @@ def allocation(budget: Any, shapes_left: int, states: Iterable[ShapeState], wall
         share = remaining // left if left > 1 else remaining
         alloc["evaluations"] = share if alloc["evaluations"] is None else min(alloc["evaluations"], share)
     alloc["gpu_seconds"] = None if budget.gpu_seconds is None else max(0.0, budget.gpu_seconds - used_gpu) / left
-    used_wall = wall_used + sum(r.get("wall_seconds") or 0.0 for r in reserved)
-    alloc["wall_seconds"] = None if budget.wall_seconds is None else max(0.0, budget.wall_seconds - used_wall) / left
+    if side_by_side > 1:
+        turns = math.ceil(left / side_by_side)
+        alloc["wall_seconds"] = None if budget.wall_seconds is None else max(0.0, budget.wall_seconds - wall_used) / turns
+    else:
+        used_wall = wall_used + sum(r.get("wall_seconds") or 0.0 for r in reserved)
+        alloc["wall_seconds"] = None if budget.wall_seconds is None else max(0.0, budget.wall_seconds - used_wall) / left
     alloc["llm_tokens"] = None if budget.llm_tokens is None else max(0, budget.llm_tokens - used_tokens) // left
     return alloc
 

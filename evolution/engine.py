@@ -90,6 +90,7 @@ class Engine(StrategyFactory, EngineViews):
         self.seed = int(config.seed)
         self.problems: list[Problem] = config.problems
         self.window = int(getattr(config.population, "shapes_in_flight", 1) or 1)
+        self._side_by_side = 1   # shapes that really run at once (window and the evaluator's lanes), set by run()
         self.journal = Journal(db, by_shape=self.window > 1)
         self.stopping = threading.Event()  # set when a shape thread failed: the others stop at their next round
         self._first_pass_done = False      # shapes side by side: grants wait until every shape ran once
@@ -162,7 +163,8 @@ class Engine(StrategyFactory, EngineViews):
     def run(self) -> dict[str, ShapeState]:
         try:
             if self.window > 1:
-                run_windowed(self, self.window, self._lanes())
+                self._side_by_side = max(1, min(self.window, self._lanes()))
+                run_windowed(self, self.window, self._side_by_side)
             else:
                 for idx, problem in enumerate(self.problems):
                     state = self._open_shape(idx, problem, self._inputs(idx))
@@ -221,7 +223,7 @@ class Engine(StrategyFactory, EngineViews):
                          "fastest family's): " + ", ".join(f"{f} {t:.1f} us vs {b:.1f}" for f, t, b in dropped))
         if row["allocation"] is None:
             state.allocation = allocation(self.config.budget, len(self.problems) - idx, inputs.finished,
-                                          self.db.wall_seconds(), inputs.reserved)
+                                          self.db.wall_seconds(), inputs.reserved, side_by_side=self._side_by_side)
             self.db.start_shape(problem.name, state.allocation)
         state.wall_before = float(row.get("wall_seconds") or 0.0)
         state.spaces = spaces

@@ -167,3 +167,21 @@ def _events(folder: Path, kind: str) -> int:
         return conn.execute("SELECT COUNT(*) FROM events WHERE kind=?", (kind,)).fetchone()[0]
     finally:
         conn.close()
+
+
+def test_shapes_side_by_side_share_the_wall_budget_instead_of_summing_it():
+    """With W shapes running at once, a shape gets the wall left over the turns still to come
+    (ceil(shapes left / W)); the shapes beside it reserve none of it. In turn (W = 1) the in-flight
+    shapes' allocations are reserved in full, as before."""
+    from types import SimpleNamespace
+
+    from evolution.budget import allocation
+    budget = SimpleNamespace(evaluations_per_shape=38, total_evaluations=None, gpu_seconds=None, wall_seconds=500.0,
+                             llm_tokens=None)
+    beside = [{"evaluations": 38, "wall_seconds": 500.0 / 7}]
+    assert allocation(budget, 14, [], 0.0, side_by_side=2)["wall_seconds"] == pytest.approx(500.0 / 7)
+    assert allocation(budget, 13, [], 0.0, beside, side_by_side=2)["wall_seconds"] == pytest.approx(500.0 / 7)
+    assert allocation(budget, 12, [], 100.0, beside, side_by_side=2)["wall_seconds"] == pytest.approx(400.0 / 6)
+    assert allocation(budget, 1, [], 490.0, side_by_side=2)["wall_seconds"] == pytest.approx(10.0)
+    assert allocation(budget, 13, [], 0.0, beside)["wall_seconds"] == pytest.approx((500.0 - 500.0 / 7) / 13)
+    assert allocation(budget, 14, [], 0.0, side_by_side=3)["evaluations"] == 38
