@@ -270,7 +270,7 @@ class Compiler:
         work = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=final.parent))
         src, lib, log = work / "kernel.cu", work / "kernel.so", work / "build.log"
         src.write_text(kernel.source)
-        cmd = [self.tools.nvcc, *self.flags(kernel.family), str(src), "-o", str(lib)]
+        cmd = [*build_priority_prefix(), self.tools.nvcc, *self.flags(kernel.family), str(src), "-o", str(lib)]
         start = time.monotonic()
         try:
             # its own session: a Ctrl-C at the terminal stops the campaign, not the builds in flight
@@ -346,6 +346,17 @@ def first_error(output: str, limit: int = 400) -> str:
 
 def default_cache_dir() -> Path:
     return Path(os.environ.get("EVOGEMM_CACHE") or Path.home() / ".cache" / "evogemm" / "kernels")
+
+
+BUILD_NICENESS = 10   # nvcc below the GPU worker: a timing taken while builds run keeps its CPU
+
+
+def build_priority_prefix() -> list[str]:
+    """`nice -n BUILD_NICENESS` where `nice` exists (its children, cicc and ptxas, inherit it): the
+    GPU worker process, which launches and times the kernels, keeps the CPU it needs while a
+    round's or another shape's builds run on every core. Nothing where there is no `nice`."""
+    tool = shutil.which("nice")
+    return [tool, "-n", str(BUILD_NICENESS)] if tool else []
 
 
 def default_jobs() -> int:

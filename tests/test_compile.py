@@ -82,6 +82,9 @@ args = sys.argv[1:]
 out = pathlib.Path(args[args.index("-o") + 1])
 with open(pathlib.Path(sys.argv[0]).with_suffix(".calls"), "a") as fh:
     fh.write(" ".join(a for a in args if not a.startswith("-I")) + "\\n")
+with open(pathlib.Path(sys.argv[0]).with_suffix(".nice"), "a") as fh:
+    import os
+    fh.write(f"{os.nice(0)}\\n")
 time.sleep(0.4)
 out.write_bytes(b"not really a library")
 print("ptxas info    : Used 96 registers, used 1 barriers")
@@ -134,6 +137,22 @@ def test_family_flags_and_architecture_come_from_the_family(tmp_path):
     assert compiler.build(g).ok
     (call,) = (tmp_path / "fake-nvcc.calls").read_text().splitlines()
     assert "-DEVOGEMM_PLUGIN=1" in call
+    compiler.close()
+
+
+def test_nvcc_runs_below_the_gpu_workers_cpu_priority(tmp_path):
+    """Builds run `nice`d (evaluator.compile.BUILD_NICENESS), so that the GPU worker timing a kernel
+    while a round's or another shape's builds run on every core keeps its CPU."""
+    import os
+    import shutil
+
+    from evaluator.compile import BUILD_NICENESS
+    if shutil.which("nice") is None:
+        pytest.skip("no `nice` on this machine: builds run at the campaign's priority")
+    compiler = fake_compiler(tmp_path)
+    assert compiler.build(SPACE.validate(Genome.make("sm90_cutlass", SMALL))).ok
+    (niceness,) = (tmp_path / "fake-nvcc.nice").read_text().split()
+    assert int(niceness) == min(19, os.nice(0) + BUILD_NICENESS)
     compiler.close()
 
 
