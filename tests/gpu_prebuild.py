@@ -19,7 +19,7 @@ from templates import family_registry  # noqa: E402
 
 def gpu_test_genomes() -> list[Genome]:
     """The union of the kernels test_gpu.py, test_gpu_families.py, test_gpu_abi_host_path.py and
-    test_gpu_export.py build (planted kernels included), each once."""
+    test_gpu_export.py build (planted kernels and the short campaigns' seeds included), each once."""
     import planted
     import test_gpu
     import test_gpu_abi_host_path
@@ -37,7 +37,35 @@ def gpu_test_genomes() -> list[Genome]:
     out.update((g.id, g) for _, g in splitk.seeds() if splitk.space.is_valid(g, problem))
     for g in (planted.base_genome(), planted.planted("oob"), planted.planted("hang"), planted.fp16_accumulating()):
         out[g.id] = g
+    out.update((g.id, g) for g in short_campaign_genomes())
     return list(out.values())
+
+
+def short_campaign_genomes() -> list[Genome]:
+    """What test_gpu.py's short campaigns propose: the same campaigns run on the simulator (their
+    seeding does not depend on measurements, and their runtime-knob moves need no other build)."""
+    import sqlite3
+    import tempfile
+
+    import test_gpu
+    from experiments.campaign import create_campaign, run_campaign
+    from experiments.schema import parse_campaign
+
+    class Quiet:
+        def update(self, rows, simulated=None, evaluator=None):
+            pass
+    out: list[Genome] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (shapes, in_flight) in enumerate(((["2048x2048x2048"], 1), (test_gpu.IN_FLIGHT_SHAPES, 2))):
+            data = test_gpu.short_campaign(f"prebuild-{i}", shapes, in_flight=in_flight, backend="simulator")
+            folder = Path(tmp) / f"c{i}"
+            create_campaign(parse_campaign(data, base_dir=Path(tmp)), folder)
+            run_campaign(folder, progress=Quiet())
+            conn = sqlite3.connect(str(folder / "campaign.db"))
+            out += [Genome.from_json(js) for (js,) in conn.execute(
+                "SELECT DISTINCT g.json FROM proposals p JOIN genomes g ON g.id = p.genome_id ORDER BY g.id")]
+            conn.close()
+    return out
 
 
 def main(argv: "list[str] | None" = None) -> int:

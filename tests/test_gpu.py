@@ -29,6 +29,24 @@ def genomes(names):
     return [Genome.load(REPO / "templates" / "sm90_cutlass" / "seeds" / f"{n}.json") for n in names]
 
 
+IN_FLIGHT_SHAPES = ["2048x2048x2048", "4096x1024x1024"]
+
+
+def short_campaign(name: str, shapes: "list[str]", in_flight: int = 1, backend: str = "gpu") -> dict:
+    """The short GPU campaigns of these tests: the family's seeds, then runtime-knob moves only (no
+    build past the seeds; tests/gpu_prebuild.py builds those by running the same campaign on the
+    simulator, `backend="simulator"`)."""
+    return {
+        "name": name, "seed": 3, "shapes": list(shapes),
+        "budget": {"evaluations_per_shape": 8},
+        "population": {"size": 4, "islands": 1, "offspring": 4, "elite": 1, "migration_size": 0,
+                       "seed_fraction": 1.0, "shapes_in_flight": in_flight},
+        "operators": [{"name": "param_mutate", "params": {"kinds": ["runtime"]}}],
+        "selection": {"policy": "thompson"},
+        "evaluator": {"backend": backend, **({"timing": QUICK} if backend == "gpu" else {})},
+    }
+
+
 def test_kernels_match_fp32_reference_on_three_shapes(evaluator):
     gs = genomes(SEEDS)
     for shape in ("1000x1000x1000", "256x4096x256", "2048x2048x2048"):
@@ -104,16 +122,7 @@ def test_short_campaign_runs_on_the_gpu_and_re_verifies(tmp_path):
         def update(self, rows, simulated=None, evaluator=None):
             pass
 
-    data = {
-        "name": "gpu-smoke", "seed": 3, "shapes": ["2048x2048x2048"],
-        "budget": {"evaluations_per_shape": 8},
-        "population": {"size": 4, "islands": 1, "offspring": 4, "elite": 1, "migration_size": 0,
-                       "seed_fraction": 1.0},
-        "operators": [{"name": "param_mutate", "params": {"kinds": ["runtime"]}}],
-        "selection": {"policy": "thompson"},
-        "evaluator": {"backend": "gpu", "timing": QUICK},
-    }
-    config = parse_campaign(data, base_dir=tmp_path)
+    config = parse_campaign(short_campaign("gpu-smoke", ["2048x2048x2048"]), base_dir=tmp_path)
     folder = tmp_path / "campaign"
     create_campaign(config, folder)
     result = run_campaign(folder, progress=Quiet())
@@ -142,18 +151,10 @@ def test_two_shapes_in_flight_take_turns_on_the_one_gpu(tmp_path):
         def update(self, rows, simulated=None, evaluator=None):
             pass
 
-    shapes = ["2048x2048x2048", "4096x1024x1024"]
-    data = {
-        "name": "gpu-two-in-flight", "seed": 3, "shapes": shapes,
-        "budget": {"evaluations_per_shape": 8},
-        "population": {"size": 4, "islands": 1, "offspring": 4, "elite": 1, "migration_size": 0,
-                       "seed_fraction": 1.0, "shapes_in_flight": 2},
-        "operators": [{"name": "param_mutate", "params": {"kinds": ["runtime"]}}],
-        "selection": {"policy": "thompson"},
-        "evaluator": {"backend": "gpu", "timing": QUICK},
-    }
+    shapes = IN_FLIGHT_SHAPES
     folder = tmp_path / "campaign"
-    create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
+    create_campaign(parse_campaign(short_campaign("gpu-two-in-flight", shapes, in_flight=2), base_dir=tmp_path),
+                    folder)
     result = run_campaign(folder, progress=Quiet())
     assert all(result.states[s].evaluations == 8 and result.states[s].best is not None for s in shapes)
     log = (folder / "campaign.log").read_text()
