@@ -178,6 +178,14 @@ class Compiler:
         result.knobs = kernel.knobs
         return result
 
+    def cached(self, genome: Genome) -> bool:
+        """Whether `genome`'s build (its build key: source, flags, toolchain) is in the cache."""
+        return self._lookup(self._key_of(genome)) is not None
+
+    def key_of(self, genome: Genome) -> str:
+        """`genome`'s build key ("genome:<id>" for a genome that does not render)."""
+        return self._key_of(genome)
+
     def _key_of(self, genome: Genome) -> str:
         try:
             return self.build_key(self.render(genome))
