@@ -15,6 +15,7 @@ import sqlite3
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from genome import Genome
 
@@ -27,9 +28,15 @@ class _Quiet:
 def first_round_genomes(campaign: "str | Path") -> list[tuple[str, Genome]]:
     """(shape, genome) of every first-round proposal of `campaign`, shape by shape, as the campaign
     run on the simulator (no wall budget) proposes them."""
-    from experiments.campaign import create_campaign, run_campaign
     from experiments.schema import load_campaign
     config = load_campaign(campaign, {"evaluator.backend": "simulator", "budget.wall_seconds": None})
+    return simulated_proposals(config, first_round_only=True)
+
+
+def simulated_proposals(config: Any, first_round_only: bool = True) -> list[tuple[str, Genome]]:
+    """(shape, genome) of the proposals of the campaign `config` (its evaluator the simulator) run in a
+    scratch folder, in proposal order: the first round's only, or all of them."""
+    from experiments.campaign import create_campaign, run_campaign
     with tempfile.TemporaryDirectory(prefix="evogemm-prebuild-") as tmp:
         folder = Path(tmp) / "campaign"
         create_campaign(config, folder)
@@ -37,7 +44,7 @@ def first_round_genomes(campaign: "str | Path") -> list[tuple[str, Genome]]:
         conn = sqlite3.connect(str(folder / "campaign.db"))
         try:
             rows = conn.execute("SELECT p.problem, g.json FROM proposals p JOIN genomes g ON g.id = p.genome_id "
-                                "WHERE p.round = 0 ORDER BY p.seq").fetchall()
+                                + ("WHERE p.round = 0 " if first_round_only else "") + "ORDER BY p.seq").fetchall()
         finally:
             conn.close()
     return [(problem, Genome.from_json(js)) for problem, js in rows]

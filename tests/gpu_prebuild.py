@@ -44,27 +44,13 @@ def gpu_test_genomes() -> list[Genome]:
 def short_campaign_genomes() -> list[Genome]:
     """What test_gpu.py's short campaigns propose: the same campaigns run on the simulator (their
     seeding does not depend on measurements, and their runtime-knob moves need no other build)."""
-    import sqlite3
-    import tempfile
-
     import test_gpu
-    from experiments.campaign import create_campaign, run_campaign
+    from experiments.prebuild import simulated_proposals
     from experiments.schema import parse_campaign
-
-    class Quiet:
-        def update(self, rows, simulated=None, evaluator=None):
-            pass
     out: list[Genome] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for i, (shapes, in_flight) in enumerate(((["2048x2048x2048"], 1), (test_gpu.IN_FLIGHT_SHAPES, 2))):
-            data = test_gpu.short_campaign(f"prebuild-{i}", shapes, in_flight=in_flight, backend="simulator")
-            folder = Path(tmp) / f"c{i}"
-            create_campaign(parse_campaign(data, base_dir=Path(tmp)), folder)
-            run_campaign(folder, progress=Quiet())
-            conn = sqlite3.connect(str(folder / "campaign.db"))
-            out += [Genome.from_json(js) for (js,) in conn.execute(
-                "SELECT DISTINCT g.json FROM proposals p JOIN genomes g ON g.id = p.genome_id ORDER BY g.id")]
-            conn.close()
+    for i, (shapes, in_flight) in enumerate(((["2048x2048x2048"], 1), (test_gpu.IN_FLIGHT_SHAPES, 2))):
+        data = test_gpu.short_campaign(f"prebuild-{i}", shapes, in_flight=in_flight, backend="simulator")
+        out += [g for _, g in simulated_proposals(parse_campaign(data), first_round_only=False)]
     return out
 
 
