@@ -180,13 +180,10 @@ class Compiler:
 
     def cached(self, genome: Genome) -> bool:
         """Whether `genome`'s build (its build key: source, flags, toolchain) is in the cache."""
-        return self._lookup(self._key_of(genome)) is not None
+        return self._lookup(self.key_of(genome)) is not None
 
     def key_of(self, genome: Genome) -> str:
         """`genome`'s build key ("genome:<id>" for a genome that does not render)."""
-        return self._key_of(genome)
-
-    def _key_of(self, genome: Genome) -> str:
         try:
             return self.build_key(self.render(genome))
         except Exception:  # invalid genome or bad patch: build() reports it
@@ -203,7 +200,7 @@ class Compiler:
     def submit(self, genome: Genome) -> "Future[BuildResult]":
         """Start building `genome` (or join the build of the same key in flight); the future's
         result is this genome's BuildResult (its own id and knobs)."""
-        key = self._key_of(genome)
+        key = self.key_of(genome)
         with self._lock:
             shared = self._inflight.get(key)
             if shared is None or (shared.done() and not _reusable(shared)):

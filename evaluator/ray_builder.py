@@ -168,7 +168,7 @@ class RayBuilder:
     # -- the Builder protocol -------------------------------------------------------------------
     def submit(self, genome: Genome) -> "Future[BuildResult]":
         spec = self.spec()
-        key = self.compiler._key_of(genome)
+        key = self.compiler.key_of(genome)
         mine: "Future[BuildResult]" = Future()
         if key.startswith("genome:"):  # does not render: the compiler says why, no task needed
             mine.set_result(self.compiler.build(genome))

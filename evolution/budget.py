@@ -104,11 +104,10 @@ def allocation(budget: Any, shapes_left: int, states: Iterable[ShapeState], wall
         alloc["evaluations"] = share if alloc["evaluations"] is None else min(alloc["evaluations"], share)
     alloc["gpu_seconds"] = None if budget.gpu_seconds is None else max(0.0, budget.gpu_seconds - used_gpu) / left
     if side_by_side > 1:
-        turns = math.ceil(left / side_by_side)
-        alloc["wall_seconds"] = None if budget.wall_seconds is None else max(0.0, budget.wall_seconds - wall_used) / turns
+        used_wall, turns = wall_used, math.ceil(left / side_by_side)
     else:
-        used_wall = wall_used + sum(r.get("wall_seconds") or 0.0 for r in reserved)
-        alloc["wall_seconds"] = None if budget.wall_seconds is None else max(0.0, budget.wall_seconds - used_wall) / left
+        used_wall, turns = wall_used + sum(r.get("wall_seconds") or 0.0 for r in reserved), left
+    alloc["wall_seconds"] = None if budget.wall_seconds is None else max(0.0, budget.wall_seconds - used_wall) / turns
     alloc["llm_tokens"] = None if budget.llm_tokens is None else max(0, budget.llm_tokens - used_tokens) // left
     return alloc
 

@@ -7,11 +7,25 @@ from __future__ import annotations
 import inspect
 from typing import Callable
 
-from evaluator.api import Evaluator
+from evaluator.api import BaselineSet, Evaluator
 from evaluator.paired import START_TOLERANCE
 
 from .db import CampaignDB
 from .shape_state import ShapeState
+
+
+def vendor_drift(start: "BaselineSet | None", verified: "BaselineSet | None") -> "float | None":
+    """The best vendor time when the shape started / at its re-verification (None without either):
+    far from 1, the GPU's clock or power state moved between them, and the search's speedups,
+    scaled by the first, are off by that factor."""
+    first = start.best("device") if start else None
+    last = verified.best("device") if verified else None
+    return first[1] / last[1] if first and last and last[1] > 0 else None
+
+
+def steady_start(drift: "float | None") -> bool:
+    """A drift (`vendor_drift`) within START_TOLERANCE either way, or none to judge."""
+    return drift is None or 1.0 / START_TOLERANCE <= drift <= START_TOLERANCE
 
 
 def verify_hall_of_fame(state: ShapeState, evaluator: Evaluator, db: CampaignDB, log: Callable[[str], None]) -> None:
@@ -27,8 +41,8 @@ def verify_hall_of_fame(state: ShapeState, evaluator: Evaluator, db: CampaignDB,
     for m in measurements:
         m.problem = state.name
     db.record_verified(state.name, baselines, measurements)
-    start, now = state.baselines.best("device") if state.baselines else None, baselines.best("device")
-    if start and now and now[1] > 0 and not 1.0 / START_TOLERANCE <= start[1] / now[1] <= START_TOLERANCE:
+    if not steady_start(vendor_drift(state.baselines, baselines)):
+        start, now = state.baselines.best("device"), baselines.best("device")
         log(f"{state.name}: the best vendor baseline took {now[1]:.2f} us ({now[0]}) at the re-verification and "
             f"{start[1]:.2f} us ({start[0]}) when the shape started: the GPU's clock or power state moved between "
             "them, so this shape's search-time speedups are off by that factor (the re-verified ones stand)")

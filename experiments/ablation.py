@@ -50,16 +50,12 @@ def variant_overrides(strategy: str, policy: str, campaign_policy: "str | None" 
     raise ValueError(f"unknown ablation strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
 
 
-class _Silent:
-    def update(self, rows: Any, simulated: Any = None, evaluator: Any = None) -> None:
-        pass
-
-
 def run_one(campaign: str, strategy: str, seed: int, policy: str, folder: str, budget: "int | None",
             extra: "Mapping[str, Any] | None" = None) -> dict:
     """Run one (strategy, seed) on the simulator into `folder`; return its per-shape trajectories.
     `extra`: more dotted-key overrides of the campaign (e.g. {"selection.reward": "improvement"})."""
     from experiments.campaign import create_campaign, run_campaign
+    from experiments.progress import SilentProgress
     from experiments.schema import load_campaign
     base = load_campaign(campaign)
     # the simulator takes none of a GPU campaign's evaluator options (log_dir, jobs, ...)
@@ -75,7 +71,7 @@ def run_one(campaign: str, strategy: str, seed: int, policy: str, folder: str, b
     if not (out / "campaign.db").exists():
         create_campaign(config, out, source=campaign)
     t0 = time.monotonic()
-    run_campaign(out, progress=_Silent(), mode="run", plots=False)  # figures would cost more than the run
+    run_campaign(out, progress=SilentProgress(), mode="run", plots=False)  # figures would cost more than the run
     seconds = time.monotonic() - t0
     return {"strategy": strategy, "seed": seed, "folder": str(out), "seconds": seconds,
             "shapes": trajectories(out)}

@@ -20,11 +20,6 @@ from typing import Any
 from genome import Genome
 
 
-class _Quiet:
-    def update(self, rows, simulated=None, evaluator=None):
-        pass
-
-
 def first_round_genomes(campaign: "str | Path") -> list[tuple[str, Genome]]:
     """(shape, genome) of every first-round proposal of `campaign`, shape by shape, as the campaign
     run on the simulator (no wall budget) proposes them."""
@@ -37,10 +32,11 @@ def simulated_proposals(config: Any, first_round_only: bool = True) -> list[tupl
     """(shape, genome) of the proposals of the campaign `config` (its evaluator the simulator) run in a
     scratch folder, in proposal order: the first round's only, or all of them."""
     from experiments.campaign import create_campaign, run_campaign
+    from experiments.progress import SilentProgress
     with tempfile.TemporaryDirectory(prefix="evogemm-prebuild-") as tmp:
         folder = Path(tmp) / "campaign"
         create_campaign(config, folder)
-        run_campaign(folder, progress=_Quiet())
+        run_campaign(folder, progress=SilentProgress(), plots=False)
         conn = sqlite3.connect(str(folder / "campaign.db"))
         try:
             rows = conn.execute("SELECT p.problem, g.json FROM proposals p JOIN genomes g ON g.id = p.genome_id "

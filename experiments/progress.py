@@ -69,6 +69,13 @@ def progress_table(rows: Sequence[Mapping[str, Any]], simulated: "bool | None", 
     return table
 
 
+class SilentProgress:
+    """A progress view that shows nothing (campaigns run as a step of another command)."""
+
+    def update(self, rows: Any, simulated: Any = None, evaluator: Any = None) -> None:
+        pass
+
+
 class LiveProgress:
     """Receives engine snapshots; renders them live on a terminal, else one line per finished shape."""
 

@@ -14,6 +14,7 @@ from rich.table import Table
 from evaluator.paired import START_TOLERANCE
 from evolution.db import CampaignDB
 from evolution.population import rank_key
+from evolution.reverify import steady_start, vendor_drift
 
 REPORT_FILE = "report.md"
 SKIPPED_PREFIX = "unsupported"  # the engine's reason for a shape no template family supports
@@ -86,11 +87,9 @@ def campaign_status(db: CampaignDB) -> dict[str, Any]:
                 "speedup": (vvendor[1] / vbest.time_us) if vbest and vvendor else None,
                 "failed": {m.genome_id: m.status for m in vms if not m.ok},
             }
-            start_vendor = entry["best_vendor"]
-            if start_vendor and vvendor and vvendor[1] > 0:
-                # the best vendor time when the shape started / at its re-verification: far from 1, the
-                # GPU's clock or power state moved between them and the search's speedups are off by it
-                entry["verified"]["vendor_drift"] = start_vendor[1] / vvendor[1]
+            drift = vendor_drift(bs, vbs)
+            if drift is not None:
+                entry["verified"]["vendor_drift"] = drift
         if best:
             genome, m, confirmed = best
             entry["best"] = {"genome_id": genome.id, "genome": genome.to_dict(), "short": genome.short(),
@@ -171,7 +170,7 @@ def _unsteady_start(shapes: list[dict[str, Any]]) -> "dict[str, Any] | None":
     """The shapes whose best vendor time at the start was off its re-verified time by more than
     START_TOLERANCE (the search's figures there are scaled by a baseline measured in another clock
     or power state), and the search's geomean without them; None when there are none."""
-    off = [s for s in shapes if s.get("speedup") and not _within((s.get("verified") or {}).get("vendor_drift"))]
+    off = [s for s in shapes if s.get("speedup") and not steady_start((s.get("verified") or {}).get("vendor_drift"))]
     if not off:
         return None
     rest = [s["speedup"] for s in shapes if s.get("speedup") and s not in off]
@@ -179,10 +178,6 @@ def _unsteady_start(shapes: list[dict[str, Any]]) -> "dict[str, Any] | None":
                         "verified_us": s["verified"]["best_vendor"][1]} for s in off],
             "geomean_without": math.exp(sum(math.log(v) for v in rest) / len(rest)) if rest else None,
             "shapes_without": len(rest)}
-
-
-def _within(drift: "float | None") -> bool:
-    return drift is None or 1.0 / START_TOLERANCE <= drift <= START_TOLERANCE
 
 
 def _problem(name: str) -> Any:
