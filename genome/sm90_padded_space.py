@@ -14,6 +14,7 @@ from dataclasses import replace
 import random
 
 from . import sm90_cutlass_space as _sm90
+from .sm90_lean_space import WS_PERSISTENT, WS_SCHEDULE
 from .problem import Problem
 from .space import ParamSpec, Params, Rule, SearchSpace, ShapeRule
 
@@ -64,30 +65,13 @@ def _c_alignment(p, problem: Problem):
     return None
 
 
-SCHEDULE = ParamSpec("schedule", ("cooperative", "pingpong", "ws"), ordered=False,
-                     doc="warp-specialised kernel schedule; ws: sm90_lean's (one consumer warpgroup, one "
-                         "CTA per tile, not persistent) for small problems")
-
-
-def _ws_persistent(p):
-    if p["schedule"] == "ws" and p["scheduler"] != "persistent":
-        return "the ws schedule is not persistent: it takes no stream-K scheduler (one CTA per tile)"
-    return None
-
-
-def _fix_ws_persistent(p: Params, rng: random.Random) -> Params:
-    p["scheduler"] = "persistent"
-    return p
-
-
 def make_space() -> SearchSpace:
     base = _sm90.make_space()
-    params = _sm90.derived_params(base.params, replaced=(SCHEDULE,))
+    params = _sm90.derived_params(base.params, replaced=(WS_SCHEDULE,))
     return replace(base, family=FAMILY, params=(*params, C_ALIGN, K_PAD),
                    rules=(*base.rules, Rule("direct-c-nosmem", "c_align < 8 only with the nosmem epilogue",
                                             _direct_needs_nosmem, _fix_direct),
-                          Rule("ws-persistent", "the ws schedule uses the persistent (one CTA per tile) "
-                               "scheduler", _ws_persistent, _fix_ws_persistent)),
+                          WS_PERSISTENT),
                    shape_rules=(ShapeRule("unaligned", "N or K not a multiple of 8, or K not a multiple of k_pad",
                                           _unaligned),
                                 ShapeRule("c-alignment", "N a multiple of c_align when C is stored directly",

@@ -186,7 +186,8 @@ def builtin_families() -> list[TemplateFamily]:
     from .sm90_lean import FAMILY as LEAN
     from .sm90_splitk import FAMILY as SPLITK
     from .sm90_cpasync import FAMILY as CPASYNC
-    return [SM90, SKINNY, PADDED, SM80, SPLITK, LEAN, CPASYNC]
+    from .sm90_swapab import FAMILY as SWAPAB
+    return [SM90, SKINNY, PADDED, SM80, SPLITK, LEAN, CPASYNC, SWAPAB]
 
 
 def default_family() -> str:

@@ -12,7 +12,8 @@ from templates import family_registry, render, template_blocks
 
 FAMILIES = family_registry()
 UNRENDERED = re.compile(r"\{\{\s*\w|\{%-?\s*(block|endblock|if|endif|for|raw|endraw|extends)\b")
-NAMES = ("sm90_cutlass", "skinny_mma", "sm90_padded", "sm80_cutlass", "sm90_splitk", "sm90_lean", "sm90_cpasync")
+NAMES = ("sm90_cutlass", "skinny_mma", "sm90_padded", "sm80_cutlass", "sm90_splitk", "sm90_lean", "sm90_cpasync",
+         "sm90_swapab")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -174,6 +175,35 @@ def test_sm90_lean_is_the_non_persistent_warp_specialised_schedule():
     big = g.with_params(tile_m=256, tile_n=256)
     assert any(v.rule == "accumulator-registers" for v in space.violations(big))
     assert fam.knob_vector(g) == (0, 1, 1, 0, 0)
+
+
+def test_sm90_swapab_runs_sm90_cutlass_on_the_transposed_problem():
+    fam, sm90 = FAMILIES.resolve("sm90_swapab"), FAMILIES.resolve("sm90_cutlass")
+    assert fam.space.names == sm90.space.names
+    assert [r.name for r in fam.space.rules] == [*(r.name for r in sm90.space.rules), "ws-persistent"]
+    g = dict(fam.seeds())["coop_256x128x64_c1x2"]
+    src = render(g, FAMILIES).source
+    # W is the kernel's A operand, A its B operand, the problem (N, M, K), C^T stored column-major
+    assert "args.problem_shape = {N, M, K, 1};" in src
+    assert "args.mainloop.ptr_A = static_cast<const ElementA*>(B);" in src
+    assert "args.mainloop.ptr_B = static_cast<const ElementB*>(A);" in src
+    assert "using LayoutD = cutlass::layout::ColumnMajor;" in src
+    # the same parameters in sm90_cutlass render the untransposed kernel, with the same knobs
+    plain = render(Genome.make("sm90_cutlass", g.param_dict), FAMILIES).source
+    assert "args.problem_shape = {M, N, K, 1};" in plain and "using LayoutD = cutlass::layout::RowMajor;" in plain
+    assert fam.knob_vector(g) == sm90.knob_vector(Genome.make("sm90_cutlass", g.param_dict))
+    # sm90_lean's one-warpgroup, one-CTA-a-tile schedule as a third one
+    ws = render(fam.space.validate(g.with_params(schedule="ws", tile_m=128, tile_n=64)), FAMILIES).source
+    assert "cutlass::gemm::KernelTmaWarpSpecialized;" in ws and "args.problem_shape = {N, M, K, 1};" in ws
+    assert any(v.rule == "ws-persistent" for v in fam.space.violations(g.with_params(schedule="ws", scheduler="streamk")))
+    # alignment is K's and N's, as for sm90_cutlass; the simulator times the transposed problem
+    assert fam.space.supports(Problem(1000, 1000, 1000)) is None and fam.space.supports(Problem(8, 1000, 64)) is None
+    assert "not aligned" in fam.space.supports(Problem(1024, 1023, 1024))
+    tall, wide = Problem(4096, 128, 4096), Problem(128, 4096, 4096)
+    p = dict(g.param_dict, tile_m=256, tile_n=64, schedule="cooperative", cluster_m=1, cluster_n=1)
+    swapped = simulate_time_us(Genome.make("sm90_swapab", p), tall)
+    assert swapped == pytest.approx(simulate_time_us(Genome.make("sm90_cutlass", p), wide))
+    assert swapped != pytest.approx(simulate_time_us(Genome.make("sm90_cutlass", p), tall))
 
 
 def test_padded_k_pad_is_a_runtime_knob_that_also_opens_aligned_k_with_a_bad_pitch():

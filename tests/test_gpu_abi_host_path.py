@@ -45,12 +45,13 @@ CASES = [
     Case("sm90_cpasync", "ws_128x64x64_a4_direct2", ("1000x1002x1000", "384x770x252")),   # cp.async, direct C
     Case("sm80_cutlass", "splitk_64x64x64_s4_k8", ("512x512x2048", "256x128x1024"), workspace=True),
     Case("skinny_mma", "decode_r16_k4_u2_pf_c2", ("16x4096x4096", "8x2048x1024")),
+    Case("sm90_swapab", "coop_256x128x64_c1x2", ("384x1024x512", "136x776x256")),            # transposed, cluster
 ]
 
 
 @pytest.fixture(scope="module")
 def libraries(kernel_cache):
-    """The eight kernels, built once (in parallel): case key -> BuildResult."""
+    """The kernels of CASES, built once (in parallel): case key -> BuildResult."""
     from evaluator.compile import Compiler
     genomes = [dict(FAMILIES.resolve(c.family).seeds())[c.seed] for c in CASES]
     compiler = Compiler.default(kernel_cache)

@@ -26,6 +26,8 @@ FAMILY_SHAPES = [
     ("sm90_padded", "1023x1023x1024"), ("sm90_padded", "1000x1000x999"), ("sm90_padded", "1536x6002x2500"),
     ("sm90_splitk", "512x512x4096"), ("sm90_splitk", "256x1024x8192"),
     ("sm90_cpasync", "1000x1000x1000"), ("sm90_cpasync", "1536x6002x2500"), ("sm90_cpasync", "264x1000x520"),
+    # M and N unequal and not multiples of the tiles, so a kernel that mixed up the two would fail the gate
+    ("sm90_swapab", "1000x2056x512"), ("sm90_swapab", "136x4096x1024"),
 ]
 
 

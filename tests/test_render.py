@@ -69,7 +69,7 @@ def test_render_refuses_invalid_genomes():
         render(SPACE.validate(bad.with_params(tile_m=128)).with_patch(Patch("nowhere", "x")))
 
 
-SM90_FAMILIES = ("sm90_cutlass", "sm90_lean", "sm90_splitk", "sm90_padded", "sm90_cpasync")
+SM90_FAMILIES = ("sm90_cutlass", "sm90_lean", "sm90_splitk", "sm90_padded", "sm90_cpasync", "sm90_swapab")
 
 
 @pytest.mark.parametrize("family", SM90_FAMILIES)
