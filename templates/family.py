@@ -67,16 +67,18 @@ class TemplateFamily:
         return (f"-gencode=arch=compute_{self.arch},code=sm_{self.arch}",)
 
     def extended_by(self, name: str, make_space: Callable[[], SearchSpace], template_dir: Path,
-                    simulator_model: str, description: str, knobs: KnobPacker) -> "TemplateFamily":
+                    simulator_model: str, description: str, knobs: KnobPacker,
+                    template_globals: "Mapping[str, Any] | None" = None) -> "TemplateFamily":
         """A family whose template (in `template_dir`) extends this family's and overrides some of
-        its blocks: same architecture, flags, device needs and template globals, its own space, seeds
-        and model."""
+        its blocks: same architecture, flags, device needs and template globals (plus or over them,
+        `template_globals`), its own space, seeds and model."""
         template_dir = Path(template_dir)
         return TemplateFamily(name=name, make_space=make_space, template_dir=template_dir,
                               template_search_path=(template_dir.parent,), knobs=knobs, arch=self.arch,
                               nvcc_flags=self.nvcc_flags, min_compute_capability=self.min_compute_capability,
                               simulator_model=simulator_model, seeds_dir=template_dir / "seeds",
-                              description=description, template_globals=self.template_globals)
+                              description=description,
+                              template_globals={**self.template_globals, **(template_globals or {})})
 
     def template_folders(self) -> list[str]:
         """Where its template and whatever the template extends are looked up, in order."""
