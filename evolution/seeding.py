@@ -34,13 +34,15 @@ def nearest_shapes(problem: Problem, solved: Iterable[str], k: int) -> list[tupl
     return out[:k]
 
 
-def fits(genome: Genome, problem: Problem) -> bool:
+def fits(genome: Genome, problem: Problem, tile_axes: tuple[str, str] = ("m", "n")) -> bool:
     """A hand-picked genome fits a shape when its CTA tile is not much larger than the problem
-    (a 256-row tile for M=16 wastes most of the tile)."""
+    (a 256-row tile for M=16 wastes most of the tile). `tile_axes`: the problem dimensions tile_m
+    and tile_n walk (its space's `tile_axes`; ("n", "m") for a family that computes C^T)."""
     tm, tn = genome.get("tile_m"), genome.get("tile_n")
-    if isinstance(tm, int) and tm > max(128, 2 * problem.m):
+    along_m, along_n = (getattr(problem, axis) for axis in tile_axes)
+    if isinstance(tm, int) and tm > max(128, 2 * along_m):
         return False
-    if isinstance(tn, int) and tn > max(64, 2 * problem.n):
+    if isinstance(tn, int) and tn > max(64, 2 * along_n):
         return False
     return True
 
@@ -161,7 +163,8 @@ def prune_families(spaces: Sequence[SearchSpace], problem: Problem, handpicked: 
                 genome = Genome.from_dict(item["genome"])
             except (KeyError, ValueError, TypeError):
                 continue
-            if genome.family == space.family and fits(genome, problem) and space.is_valid(genome, problem):
+            if genome.family == space.family and fits(genome, problem, space.tile_axes) and \
+                    space.is_valid(genome, problem):
                 prices.append(rank(space.normalise(genome)))
         finite = [p for p in prices if math.isfinite(p)]
         if finite:
@@ -278,7 +281,7 @@ def seeds_for(problem: Problem, space: SearchSpace, solved: Mapping[str, Sequenc
             genome = Genome.from_dict(item["genome"])
         except (KeyError, ValueError, TypeError):
             continue
-        if fits(genome, problem):
+        if fits(genome, problem, space.tile_axes):
             g = valid(genome)
             if g is not None:
                 picked.append((g, "handpicked", f"hand-picked {item.get('name', g.id)}"))

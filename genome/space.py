@@ -82,6 +82,9 @@ class SearchSpace:
     normalisers: tuple[Callable[[Params], Params], ...] = field(default=())
     blocks: tuple[str, ...] = ()  # template blocks that code patches may replace
     description: str = ""
+    # the problem dimensions the parameters tile_m and tile_n walk, where the family has them:
+    # ("n", "m") for a kernel that computes C^T (sm90_swapab)
+    tile_axes: tuple[str, str] = ("m", "n")
 
     # -- basic facts -------------------------------------------------------------------------
     @property

@@ -196,6 +196,13 @@ def test_sm90_swapab_runs_sm90_cutlass_on_the_transposed_problem():
     ws = render(fam.space.validate(g.with_params(schedule="ws", tile_m=128, tile_n=64)), FAMILIES).source
     assert "cutlass::gemm::KernelTmaWarpSpecialized;" in ws and "args.problem_shape = {N, M, K, 1};" in ws
     assert any(v.rule == "ws-persistent" for v in fam.space.violations(g.with_params(schedule="ws", scheduler="streamk")))
+    # the hand-picked seeds' fit to a shape reads tile_m along N and tile_n along M
+    from evolution.seeding import fits
+    assert fam.space.tile_axes == ("n", "m") and sm90.space.tile_axes == ("m", "n")
+    wide_m = g.with_params(tile_m=256, tile_n=64)               # 256 along N, 64 along M
+    assert fits(wide_m, Problem(16, 4096, 4096), fam.space.tile_axes)
+    assert not fits(wide_m, Problem(16, 4096, 4096), sm90.space.tile_axes)
+    assert not fits(wide_m, Problem(4096, 16, 4096), fam.space.tile_axes)
     # alignment is K's and N's, as for sm90_cutlass; the simulator times the transposed problem
     assert fam.space.supports(Problem(1000, 1000, 1000)) is None and fam.space.supports(Problem(8, 1000, 64)) is None
     assert "not aligned" in fam.space.supports(Problem(1024, 1023, 1024))
