@@ -99,6 +99,10 @@ class GpuEvaluator:
         """Start building genomes now (the engine calls this while the GPU times another round)."""
         return self.pipeline.prefetch(genomes, problem) if self.overlap else 0
 
+    def unbuilt(self, genomes: Sequence[Genome], problem: "Problem | None" = None) -> int:
+        """How many of `genomes` have no build in the kernel cache yet (their round waits on nvcc)."""
+        return sum(not self.compiler.cached(g) for g in genomes)
+
     def device_facts(self) -> dict:
         """Facts of the GPU the bench's roofline needs: measured copy bandwidth (TB/s)."""
         return {"hbm_tbps": self.pool.info().get("hbm_tbps"), "hbm_source": "copy bandwidth measured on this GPU"}

@@ -303,6 +303,10 @@ class RayEvaluator:
     def prefetch(self, genomes: Sequence[Genome], problem: "Problem | None" = None) -> int:
         return self.pipeline.prefetch(genomes, problem)
 
+    def unbuilt(self, genomes: Sequence[Genome], problem: "Problem | None" = None) -> int:
+        """How many of `genomes` have no build in the kernel cache yet (their round waits on nvcc)."""
+        return sum(not self.compiler.cached(g) for g in genomes)
+
     def build(self, genomes: Sequence[Genome], progress: Any = None) -> list[BuildResult]:
         futures = [self.builder.submit(g) for g in genomes]
         results = []

@@ -120,11 +120,11 @@ def round_size(strategy: Any, population: Any, first: bool) -> int:
     return population.offspring_per_island * population.islands
 
 
-def round_estimate(durations: "list[float]", last: int = 8) -> "float | None":
+def round_estimate(durations: "list[float]", last: int = 8, least: int = 2) -> "float | None":
     """The wall seconds a round after the first is expected to take: the median of the last `last`
-    such rounds of the campaign (this session), or None before two were timed."""
+    such rounds of the campaign (this session), or None before `least` were timed."""
     recent = durations[-last:]
-    return statistics.median(recent) if len(recent) >= 2 else None
+    return statistics.median(recent) if recent and len(recent) >= least else None
 
 
 def next_size(state: ShapeState, db: CampaignDB, seq: "int | None", population: Any, inflight: int,

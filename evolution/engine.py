@@ -96,6 +96,7 @@ class Engine(StrategyFactory, EngineViews):
         self._first_pass_done = False      # shapes side by side: grants wait until every shape ran once
         self.grants = Grants(db.get_meta("extensions", []), db, self.log)
         self._round_durations: list[float] = []  # wall seconds of each round after a shape's first (this session)
+        self._build_round_durations: list[float] = []  # the same, of the rounds that waited on nvcc
         self.states: dict[str, ShapeState] = {}
         self.solved: dict[str, list[Genome]] = {}
         self.policy_states: dict[str, Any] = {}
@@ -352,6 +353,50 @@ class Engine(StrategyFactory, EngineViews):
         self._prefetch(state, offspring)
         return offspring
 
+    def _unbuilt(self, genomes: Sequence[Genome], problem: Problem) -> int:
+        """How many of `genomes` have no build yet (0 when the evaluator does not build or cannot say)."""
+        unbuilt = getattr(self._evaluator, "unbuilt", None)
+        if unbuilt is None or not genomes:
+            return 0
+        try:
+            return int(unbuilt(genomes, problem))
+        except Exception:  # noqa: BLE001 - a check that fails only leaves the round to next_size's rule
+            return 0
+
+    def _waits_past_share(self, state: ShapeState, proposed: Sequence[Offspring]) -> bool:
+        """Whether the next round, already asked, is to be dropped: it needs builds, and a round that
+        waited on nvcc (the median of the last such rounds of this session) would end past the shape's
+        wall allocation plus half a round, with no grant to take. `next_size` decides before the
+        round is asked, from the median of all rounds: rounds of runtime-knob moves (a second or two)
+        pull that median far below a round that builds (50-90 s on the H200), and such a round
+        overran its shape's share threefold and left the campaign's last shape at 0 evaluations
+        (docs/results/h200-prune-ab). Never during a replay of recorded proposals."""
+        alloc = state.allocation.get("wall_seconds")
+        if alloc is None:
+            return False
+        with self._ui_lock:
+            estimate = round_estimate(self._build_round_durations, least=1)  # one build round says enough
+        if estimate is None:
+            return False
+        seq = self._seq()
+        if seq is None:
+            if self.journal.recorded_left(state):
+                return False
+        else:
+            recorded = self.db.proposal(seq)
+            if recorded is not None and recorded["problem"] == state.name:
+                return False
+        if not self._unbuilt(self.journal.unmeasured(state, proposed), state.problem):
+            return False
+        grants = self.grants if self.window == 1 or self._first_pass_done else NoGrants(self.grants)
+        while state.wall_seconds() + 0.5 * estimate >= state.allocation["wall_seconds"]:
+            if not grants.take(state, "wall_seconds", seq, recorded_here=False):
+                self.log(f"{state.name}: the next round waits on nvcc (~{estimate:.0f} s a round that builds); "
+                         f"left out: the shape's wall share is {state.allocation['wall_seconds']:.0f} s, "
+                         f"{state.wall_seconds():.0f} s used")
+                return True
+        return False
+
     def _loop(self, state: ShapeState, first: bool = True) -> str:
         n, reason = self._next(state, 0, first=first)
         if n == 0:
@@ -368,6 +413,7 @@ class Engine(StrategyFactory, EngineViews):
                 n_next, reason = self._next(state, len(new), first=False)
                 if n_next > 0:
                     future = self._pool.submit(self._propose, state, n_next)
+            state.round_builds = self._unbuilt([g for _, g in new], state.problem)
             try:
                 needs_evaluator = any(gid not in state.recorded for gid in (g.id for _, g in new))
                 results = self.journal.evaluate(state, new, self.evaluator if needs_evaluator else None,
@@ -382,6 +428,8 @@ class Engine(StrategyFactory, EngineViews):
                 return reason or "done"
             if not next_raw:
                 return "the strategy proposed nothing new"
+            if self._waits_past_share(state, next_raw):
+                return "wall-time budget spent"
             batch = self.journal.record(state, next_raw)
         return "the strategy proposed nothing"
 
@@ -417,6 +465,8 @@ class Engine(StrategyFactory, EngineViews):
         if state.rounds >= 2 and state.round_told and n_new:  # a round after the first that measured something
             with self._ui_lock:
                 self._round_durations.append(now - state.round_told)
+                if state.round_builds:
+                    self._build_round_durations.append(now - state.round_told)
         state.round_told = now
         state.stall = 0 if n_new else state.stall + 1
         policy = getattr(state.strategy, "policy", None)

@@ -46,6 +46,7 @@ class ShapeState:
     wall_before: float = 0.0         # wall seconds spent on the shape in earlier sessions
     wall_started: float = 0.0        # monotonic time this session began working on the shape
     round_told: float = 0.0          # monotonic time the shape's last round was told (this session)
+    round_builds: int = 0            # genomes of the round being evaluated that had no build yet (nvcc)
     replayed: int = 0                # evaluations served from the database on resume
     done_reason: "str | None" = None
     status: str = "pending"

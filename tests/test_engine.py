@@ -456,11 +456,63 @@ def test_a_round_that_would_overrun_the_shapes_wall_share_is_not_started(tmp_pat
         assert st.wall_seconds() <= st.allocation["wall_seconds"] + 0.6, (name, st.wall_seconds(), st.allocation)
 
 
+class BuildsNewKernels(FakeEvaluator):
+    """Like the H200 with the seeds prebuilt: a shape's first round builds nothing; later, a round
+    waits `build_s` when one of its genomes is a kernel (compile parameters) not built before, and
+    runtime-knob variants of a built kernel cost nothing more. Says what has no build (`unbuilt`)."""
+
+    def __init__(self, build_s: float, **kw):
+        super().__init__(**kw)
+        self.build_s, self.built, self.started = build_s, set(), set()
+
+    @staticmethod
+    def kernel(genome):
+        from templates import get_space
+        return genome.family, tuple(sorted(get_space(genome.family).compile_params(genome).items()))
+
+    def unbuilt(self, genomes, problem=None):
+        return sum(self.kernel(g) not in self.built for g in genomes)
+
+    def evaluate(self, genomes, problem):
+        import time
+        if problem.name in self.started and self.unbuilt(genomes):
+            time.sleep(self.build_s)
+        self.started.add(problem.name)
+        self.built.update(self.kernel(g) for g in genomes)
+        return super().evaluate(genomes, problem)
+
+
+def test_a_round_that_waits_on_builds_is_priced_as_one_and_no_shape_is_left_at_zero(tmp_path):
+    """Rounds of runtime-knob moves (no build) pull the median round far below a round that builds:
+    a round that needs nvcc is dropped when rounds that built so far say it would end past the
+    shape's share, so the first shapes no longer spend the last ones' wall (on the H200 a 30 s share
+    took 90 s and the last shape got 0 evaluations: docs/results/h200-prune-ab)."""
+    shapes = ["1024x1024x1024", "2048x1024x1024", "1024x2048x1024", "2048x2048x1024", "1024x1024x2048",
+              "2048x1024x2048"]
+    data = small_config(shapes=shapes, budget={"evaluations_per_shape": 200, "wall_seconds": 3.0},
+                        population={"size": 2, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1,
+                                    "handpicked": False},
+                        operators=[{"name": "param_mutate", "arm": "runtime_mutate", "params": {"kinds": ["runtime"]},
+                                    "prior": 3.0}, {"name": "param_mutate"}])
+    result, _ = run(tmp_path / "c", data, evaluator=BuildsNewKernels(1.2, seed=7, fail_rate=0.0))
+    states = result.states
+    # without the check the first two shapes' build rounds (1.2 s each, shares of 0.5 s) spent the wall
+    # and the last four shapes ended at 0 evaluations
+    assert all(st.evaluations > 0 for st in states.values()), {n: st.evaluations for n, st in states.items()}
+    log = (tmp_path / "c" / "campaign.log").read_text()
+    assert "the next round waits on nvcc" in log
+    # a resume replays the record: it measures nothing and decides nothing again
+    before = fingerprint(tmp_path / "c")
+    _, again = run(tmp_path / "c", data, evaluator=BuildsNewKernels(1.2, seed=7, fail_rate=0.0), mode="resume")
+    assert again.calls == [] and fingerprint(tmp_path / "c")["evaluated"] == before["evaluated"]
+
+
 def test_round_estimate_is_the_median_of_recent_rounds():
     from evolution.budget import round_estimate
     assert round_estimate([]) is None and round_estimate([3.0]) is None
     assert round_estimate([1.0, 3.0]) == 2.0
     assert round_estimate([100.0] + [1.0] * 8) == 1.0            # only the last 8 count
+    assert round_estimate([50.0], least=1) == 50.0 and round_estimate([], least=1) is None
 
 
 def test_shapes_the_wall_budget_left_at_zero_run_after_extend_and_resume(tmp_path):
