@@ -139,7 +139,9 @@ def next_size(state: ShapeState, db: CampaignDB, seq: "int | None", population: 
     shape's wall allocation plus half a round, counting the round still in flight when `inflight`:
     otherwise each round that waits on nvcc overruns a small allocation by a whole round, and the
     shapes after it start with nothing left (on the H200 the public campaign with its screen
-    reached 10 and 9 of its 14 shapes per half, the others at 0 evaluations)."""
+    reached 10 and 9 of its 14 shapes per half, the others at 0 evaluations). Once a round has been
+    asked, the engine also drops it if it needs builds that the rounds which built so far say would
+    overrun (Engine._waits_past_share): this median mixes those with quick rounds."""
     n = round_size(state.strategy, population, first)
     while state.allocation.get("evaluations") is not None and \
             state.allocation["evaluations"] - state.evaluations - inflight <= 0:
