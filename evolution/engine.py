@@ -413,7 +413,7 @@ class Engine(StrategyFactory, EngineViews):
                 n_next, reason = self._next(state, len(new), first=False)
                 if n_next > 0:
                     future = self._pool.submit(self._propose, state, n_next)
-            state.round_builds = self._unbuilt([g for _, g in new], state.problem)
+            state.round_builds = self._unbuilt([g for _, g in new if g.id not in state.recorded], state.problem)
             try:
                 needs_evaluator = any(gid not in state.recorded for gid in (g.id for _, g in new))
                 results = self.journal.evaluate(state, new, self.evaluator if needs_evaluator else None,
