@@ -140,8 +140,8 @@ def next_size(state: ShapeState, db: CampaignDB, seq: "int | None", population: 
     otherwise each round that waits on nvcc overruns a small allocation by a whole round, and the
     shapes after it start with nothing left (on the H200 the public campaign with its screen
     reached 10 and 9 of its 14 shapes per half, the others at 0 evaluations). Once a round has been
-    asked, the engine also drops it if it needs builds that the rounds which built so far say would
-    overrun (Engine._waits_past_share): this median mixes those with quick rounds."""
+    asked, the engine also drops it if it needs builds that would overrun (`build_round_fits`): this
+    median mixes rounds that build with quick ones."""
     n = round_size(state.strategy, population, first)
     while state.allocation.get("evaluations") is not None and \
             state.allocation["evaluations"] - state.evaluations - inflight <= 0:
@@ -172,8 +172,34 @@ def next_size(state: ShapeState, db: CampaignDB, seq: "int | None", population: 
                                                                 recorded_here=recorded_here)):
         return 0, row["reason"] or "stopped (recorded)"
     ahead = round_seconds * (0.5 + (1.0 if inflight else 0.0)) if round_seconds and state.rounds >= 1 else 0.0
+    if not _wall_covers(state, ahead, grants, seq, recorded_here):
+        return 0, "wall-time budget spent"
+    return n, None
+
+
+def _wall_covers(state: ShapeState, ahead: float, grants: Grants, seq: "int | None", recorded_here: bool) -> bool:
+    """Whether the shape's wall allocation, with the grants it may take now, covers `ahead` more seconds."""
     while state.allocation.get("wall_seconds") is not None and \
             state.wall_seconds() + ahead >= state.allocation["wall_seconds"]:
         if not grants.take(state, "wall_seconds", seq, recorded_here=recorded_here):
-            return 0, "wall-time budget spent"
-    return n, None
+            return False
+    return True
+
+
+def build_round_fits(state: ShapeState, db: CampaignDB, seq: "int | None", grants: Grants,
+                     build_round_seconds: float, recorded_here: bool = False) -> bool:
+    """Whether a round already asked, whose proposals need builds, may run: it is expected to end (a
+    round that waited on nvcc takes `build_round_seconds`) within the shape's wall allocation plus
+    half a round, with any grant the shape may take; always during a replay of recorded proposals
+    (`seq`, `recorded_here` as for `next_size`). `next_size` decides before a round is asked, from
+    the median of all rounds: rounds of runtime-knob moves (a second or two) pull it far below a
+    round that builds (30-90 s on the H200), and such a round overran its shape's share threefold and
+    left the campaign's last shape at 0 evaluations (docs/results/h200-prune-ab)."""
+    if seq is None:
+        if recorded_here:
+            return True
+    else:
+        recorded = db.proposal(seq)
+        if recorded is not None and recorded["problem"] == state.name:
+            return True
+    return _wall_covers(state, 0.5 * build_round_seconds, grants, seq, recorded_here=False)

@@ -42,7 +42,7 @@ from typing import Any, Callable, Sequence
 from evaluator.api import Evaluator
 from genome import Genome, Offspring, Problem, SearchSpace
 
-from .budget import Grants, NoGrants, allocation, next_size, round_estimate
+from .budget import Grants, NoGrants, allocation, build_round_fits, next_size
 from .db import CampaignDB
 from .journal import Journal
 from .plugins import Plugins, make_plugins
@@ -51,6 +51,7 @@ from .confirm import admit
 from .llm_gateway import make_gateway
 from .reverify import verify_hall_of_fame
 from .rng import derive_seed
+from .round_clock import RoundClock, unbuilt
 from .seeding import prune_families
 from .engine_strategy import StrategyFactory
 from .engine_views import EngineViews
@@ -95,8 +96,7 @@ class Engine(StrategyFactory, EngineViews):
         self.stopping = threading.Event()  # set when a shape thread failed: the others stop at their next round
         self._first_pass_done = False      # shapes side by side: grants wait until every shape ran once
         self.grants = Grants(db.get_meta("extensions", []), db, self.log)
-        self._round_durations: list[float] = []  # wall seconds of each round after a shape's first (this session)
-        self._build_round_durations: list[float] = []  # the same, of the rounds that waited on nvcc
+        self._rounds = RoundClock()  # how long the rounds after a shape's first took (this session)
         self.states: dict[str, ShapeState] = {}
         self.solved: dict[str, list[Genome]] = {}
         self.policy_states: dict[str, Any] = {}
@@ -313,13 +313,14 @@ class Engine(StrategyFactory, EngineViews):
         """The proposal number grants are checked at (None when shapes run side by side)."""
         return None if self.window > 1 else self.journal.seq
 
+    def _grants(self) -> Grants:
+        """The grants a shape may take now (shapes side by side: none before every shape ran once)."""
+        return self.grants if self.window == 1 or self._first_pass_done else NoGrants(self.grants)
+
     def _next(self, state: ShapeState, inflight: int, first: bool) -> "tuple[int, str | None]":
-        grants = self.grants if self.window == 1 or self._first_pass_done else NoGrants(self.grants)
-        with self._ui_lock:
-            estimate = round_estimate(self._round_durations)
-        return next_size(state, self.db, self._seq(), self.config.population, inflight, first, grants,
+        return next_size(state, self.db, self._seq(), self.config.population, inflight, first, self._grants(),
                          recorded_here=self.window > 1 and self.journal.recorded_left(state),
-                         round_seconds=estimate)
+                         round_seconds=self._rounds.estimate())
 
     def _prefetch(self, state: ShapeState, offspring: Sequence[Offspring]) -> None:
         """Start building the proposals that will need a measurement (when the evaluator builds)."""
@@ -353,49 +354,22 @@ class Engine(StrategyFactory, EngineViews):
         self._prefetch(state, offspring)
         return offspring
 
-    def _unbuilt(self, genomes: Sequence[Genome], problem: Problem) -> int:
-        """How many of `genomes` have no build yet (0 when the evaluator does not build or cannot say)."""
-        unbuilt = getattr(self._evaluator, "unbuilt", None)
-        if unbuilt is None or not genomes:
-            return 0
-        try:
-            return int(unbuilt(genomes, problem))
-        except Exception:  # noqa: BLE001 - a check that fails only leaves the round to next_size's rule
-            return 0
-
     def _waits_past_share(self, state: ShapeState, proposed: Sequence[Offspring]) -> bool:
-        """Whether the next round, already asked, is to be dropped: it needs builds, and a round that
-        waited on nvcc (the median of the last such rounds of this session) would end past the shape's
-        wall allocation plus half a round, with no grant to take. `next_size` decides before the
-        round is asked, from the median of all rounds: rounds of runtime-knob moves (a second or two)
-        pull that median far below a round that builds (50-90 s on the H200), and such a round
-        overran its shape's share threefold and left the campaign's last shape at 0 evaluations
-        (docs/results/h200-prune-ab). Never during a replay of recorded proposals."""
-        alloc = state.allocation.get("wall_seconds")
-        if alloc is None:
+        """Whether the next round, already asked, is dropped: it needs builds that would overrun the
+        shape's wall share (`budget.build_round_fits`)."""
+        estimate = self._rounds.build_estimate()
+        if estimate is None or state.allocation.get("wall_seconds") is None:
             return False
-        with self._ui_lock:
-            estimate = round_estimate(self._build_round_durations, least=1)  # one build round says enough
-        if estimate is None:
+        if not unbuilt(self._evaluator, self.journal.unmeasured(state, proposed), state.problem):
             return False
         seq = self._seq()
-        if seq is None:
-            if self.journal.recorded_left(state):
-                return False
-        else:
-            recorded = self.db.proposal(seq)
-            if recorded is not None and recorded["problem"] == state.name:
-                return False
-        if not self._unbuilt(self.journal.unmeasured(state, proposed), state.problem):
+        recorded_here = seq is None and self.journal.recorded_left(state)
+        if build_round_fits(state, self.db, seq, self._grants(), estimate, recorded_here):
             return False
-        grants = self.grants if self.window == 1 or self._first_pass_done else NoGrants(self.grants)
-        while state.wall_seconds() + 0.5 * estimate >= state.allocation["wall_seconds"]:
-            if not grants.take(state, "wall_seconds", seq, recorded_here=False):
-                self.log(f"{state.name}: the next round waits on nvcc (~{estimate:.0f} s a round that builds); "
-                         f"left out: the shape's wall share is {state.allocation['wall_seconds']:.0f} s, "
-                         f"{state.wall_seconds():.0f} s used")
-                return True
-        return False
+        self.log(f"{state.name}: the next round waits on nvcc (~{estimate:.0f} s a round that builds); "
+                 f"left out: the shape's wall share is {state.allocation['wall_seconds']:.0f} s, "
+                 f"{state.wall_seconds():.0f} s used")
+        return True
 
     def _loop(self, state: ShapeState, first: bool = True) -> str:
         n, reason = self._next(state, 0, first=first)
@@ -413,7 +387,8 @@ class Engine(StrategyFactory, EngineViews):
                 n_next, reason = self._next(state, len(new), first=False)
                 if n_next > 0:
                     future = self._pool.submit(self._propose, state, n_next)
-            state.round_builds = self._unbuilt([g for _, g in new if g.id not in state.recorded], state.problem)
+            state.round_builds = unbuilt(self._evaluator, [g for _, g in new if g.id not in state.recorded],
+                                         state.problem)
             try:
                 needs_evaluator = any(gid not in state.recorded for gid in (g.id for _, g in new))
                 results = self.journal.evaluate(state, new, self.evaluator if needs_evaluator else None,
@@ -463,10 +438,7 @@ class Engine(StrategyFactory, EngineViews):
         state.rounds += 1
         now = time.monotonic()
         if state.rounds >= 2 and state.round_told and n_new:  # a round after the first that measured something
-            with self._ui_lock:
-                self._round_durations.append(now - state.round_told)
-                if state.round_builds:
-                    self._build_round_durations.append(now - state.round_told)
+            self._rounds.record(now - state.round_told, built=bool(state.round_builds))
         state.round_told = now
         state.stall = 0 if n_new else state.stall + 1
         policy = getattr(state.strategy, "policy", None)
