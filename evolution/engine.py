@@ -51,7 +51,7 @@ from .confirm import admit
 from .llm_gateway import make_gateway
 from .reverify import verify_hall_of_fame
 from .rng import derive_seed
-from .round_clock import RoundClock, unbuilt
+from .round_clock import RoundClock, unbuilt, waiting_on_nvcc
 from .seeding import prune_families
 from .engine_strategy import StrategyFactory
 from .engine_views import EngineViews
@@ -371,11 +371,40 @@ class Engine(StrategyFactory, EngineViews):
                  f"{state.wall_seconds():.0f} s used")
         return True
 
+    def _first_round(self, state: ShapeState, proposed: list[Offspring]) -> list[Offspring]:
+        """A shape's first round keeps only its genomes that are built already when the others' builds
+        would overrun the shape's wall share (`budget.build_round_fits`, priced by the rounds that
+        built so far): its seeds from earlier shapes, whose kernels are in the cache, are measured in
+        seconds, and the shape's random samples are not built. The kept ids are stored (event
+        `first_round_trim`), so a resume applies the same cut without deciding again."""
+        stored = [e for e in self.db.events("first_round_trim") if e["problem"] == state.name]
+        if stored:
+            kept_ids = set(stored[-1]["data"]["kept"])
+            return [off for off in proposed if off.genome.id in kept_ids]
+        estimate = self._rounds.build_estimate()
+        if estimate is None or state.allocation.get("wall_seconds") is None:
+            return proposed
+        waiting = waiting_on_nvcc(self._evaluator, self.journal.unmeasured(state, proposed), state.problem)
+        kept = [off for off in proposed if off.genome.id not in waiting]
+        if not waiting or not kept:
+            return proposed  # nothing to wait for, or nothing built: the shape cannot start otherwise
+        seq = self._seq()
+        if build_round_fits(state, self.db, seq, self._grants(), estimate,
+                            recorded_here=seq is None and self.journal.recorded_left(state)):
+            return proposed
+        self.db.event("first_round_trim", state.name, {"kept": [off.genome.id for off in kept],
+                                                      "left_out": sorted(waiting), "estimate_s": estimate})
+        self.log(f"{state.name}: first round: {len(waiting)} of its genomes wait on nvcc (~{estimate:.0f} s a round "
+                 f"that builds, the shape's wall share is {state.allocation['wall_seconds']:.0f} s); "
+                 f"left out, {len(kept)} built ones kept")
+        return kept
+
     def _loop(self, state: ShapeState, first: bool = True) -> str:
         n, reason = self._next(state, 0, first=first)
         if n == 0:
             return reason or "nothing to do"
-        batch = self.journal.record(state, state.strategy.ask(n))
+        asked = state.strategy.ask(n)
+        batch = self.journal.record(state, self._first_round(state, asked) if first and state.rounds == 0 else asked)
         while batch:
             if self.stopping.is_set():
                 raise CampaignStopped(f"{state.name}: stopped before round {state.rounds} (another shape failed)")

@@ -507,6 +507,44 @@ def test_a_round_that_waits_on_builds_is_priced_as_one_and_no_shape_is_left_at_z
     assert again.calls == [] and fingerprint(tmp_path / "c")["evaluated"] == before["evaluated"]
 
 
+class BuildsEveryNewKernel(BuildsNewKernels):
+    """Every kernel not built before costs `build_s`, in a shape's first round too (its random samples),
+    except the campaign's very first round, whose kernels were carried prebuilt."""
+
+    def evaluate(self, genomes, problem):
+        if not self.built:  # the campaign's first round: prebuilt
+            self.built.update(self.kernel(g) for g in genomes)
+        self.started.add(problem.name)
+        return super().evaluate(genomes, problem)
+
+
+def test_a_first_round_that_would_overrun_on_builds_keeps_its_built_seeds(tmp_path):
+    """A shape's first round holds seeds from earlier shapes (built) and random samples (not built):
+    when the rounds that built so far say its builds would overrun the shape's wall share, only the
+    built genomes are measured. Without it, the first rounds of shapes 2 and 3 (1.2 s each, shares
+    of 0.45 and 0.2 s) spend the campaign's wall and shapes 4 and 5 end at 0 evaluations."""
+    shapes = ["1024x1024x1024", "2048x1024x1024", "1024x2048x1024", "2048x2048x1024", "1024x1024x2048"]
+    data = small_config(shapes=shapes, budget={"evaluations_per_shape": 200, "wall_seconds": 3.0},
+                        population={"size": 4, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1,
+                                    "handpicked": False},
+                        operators=[{"name": "param_mutate", "arm": "runtime_mutate", "params": {"kinds": ["runtime"]},
+                                    "prior": 3.0}, {"name": "param_mutate"}])
+    result, _ = run(tmp_path / "c", data, evaluator=BuildsEveryNewKernel(1.2, seed=7, fail_rate=0.0))
+    states = result.states
+    assert all(st.evaluations > 0 for st in states.values()), {n: st.evaluations for n, st in states.items()}
+    assert "left out, " in (tmp_path / "c" / "campaign.log").read_text()
+    trims = rows(tmp_path / "c", "SELECT problem, data FROM events WHERE kind='first_round_trim'")
+    assert trims and all(problem != shapes[0] for problem, _ in trims)
+    for problem, data_json in trims:  # what was measured of a cut first round is exactly what it kept
+        kept = json.loads(data_json)["kept"]
+        first = rows(tmp_path / "c", "SELECT genome_id FROM proposals WHERE problem=? AND round=0", problem)
+        assert sorted(g for (g,) in first) == sorted(kept) and kept
+    # a resume applies the stored cut: it measures nothing and decides nothing again
+    before = fingerprint(tmp_path / "c")
+    _, again = run(tmp_path / "c", data, evaluator=BuildsEveryNewKernel(1.2, seed=7, fail_rate=0.0), mode="resume")
+    assert again.calls == [] and fingerprint(tmp_path / "c") == before
+
+
 def test_round_estimate_is_the_median_of_recent_rounds():
     from evolution.budget import round_estimate
     assert round_estimate([]) is None and round_estimate([3.0]) is None
