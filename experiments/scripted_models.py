@@ -110,7 +110,8 @@ class ScriptedModel:
             sign = -1.0 if RANKED[self.quality] else 1.0
             moves.sort(key=lambda g: (sign * self._time(g, problem), g.id))
         pick = moves[0]
-        diff = {k: v for k, v in pick.param_dict.items() if parent.param_dict.get(k) != v}
+        before = space.params_of(parent)  # implicit parameters included: a move may reset one to its default
+        diff = {k: v for k, v in space.params_of(pick).items() if before.get(k) != v}
         return {"params": diff, "reason": f"{self.quality} move of {len(diff)} parameter(s)"}
 
     def _time(self, genome: Any, problem: Any) -> float:

@@ -170,7 +170,8 @@ def apply_operator(op: Operator, parents: Sequence[Genome], ctx: OperatorContext
             genome = space.repair(child.genome, ctx.rng)
         except InvalidGenome:
             continue
-        if any(genome.get(name) != child.genome.get(name) for name in ctx.frozen_of(genome)):
+        if any(space.params_of(genome).get(name) != space.full(child.genome.param_dict).get(name)
+               for name in ctx.frozen_of(genome)):
             continue
         if space.is_valid(genome, ctx.problem):
             out.append(Offspring(genome, child.operator, child.parent_ids, child.note, child.meta))

@@ -45,7 +45,14 @@ PARAMS = (
               doc="stream-K scheduler decomposition", ordered=False),
     ParamSpec("reduction", ("deterministic", "nondeterministic"), kind="runtime",
               doc="stream-K partial reduction order", ordered=False),
+    # added after the campaigns of sessions 1-22: implicit, so their genomes keep their ids and builds
+    ParamSpec("epilogue_tile", ("auto", "64x64", "64x128", "128x64", "128x96", "128x128"), ordered=False,
+              implicit=True, doc="subtile of C the TMA epilogue stores per step (M x N); auto = CUTLASS's "
+                                 "EpilogueTileAuto (64x32 or 128x32); M is 128 with the cooperative schedule, "
+                                 "else 64"),
 )
+# a derived family whose kernels were never built with an explicit epilogue subtile pins it (`derived_params`)
+AUTO_EPILOGUE_TILE = {"epilogue_tile": ("auto",)}
 
 BLOCKS = ("includes", "types", "tile_config", "epilogue", "mainloop", "kernel", "arguments", "abi")
 
@@ -59,8 +66,13 @@ def _choices(name: str) -> tuple:
 
 
 def epilogue_tile(p: Mapping[str, Any]) -> tuple[int, int]:
-    """The epilogue subtile CUTLASS's EpilogueTileAuto picks (sm90_compute_tile_shape_or_override)."""
+    """The epilogue subtile: the genome's, or the one CUTLASS's EpilogueTileAuto picks
+    (sm90_compute_tile_shape_or_override)."""
     from math import gcd
+    explicit = p.get("epilogue_tile", "auto")
+    if explicit != "auto":
+        em, en = (int(x) for x in explicit.split("x"))
+        return em, en
     tm, tn = p["tile_m"], p["tile_n"]
     if p["schedule"] == "cooperative":
         return min(128, tm), gcd(min(32, tn), tn)
@@ -199,6 +211,27 @@ def _fix_smem_capacity(p: Params, rng: random.Random) -> Params:
     return p
 
 
+def _epilogue_subtile(p):
+    tile = p.get("epilogue_tile", "auto")
+    if tile == "auto":
+        return None
+    em, en = epilogue_tile(p)
+    if p["epilogue"] != "tma":
+        return f"an epilogue subtile ({tile}) needs the TMA epilogue (epilogue is {p['epilogue']})"
+    want = 128 if p["schedule"] == "cooperative" else 64
+    if em != want:
+        return (f"epilogue subtile {tile}: its M must be {want} with the {p['schedule']} schedule (CUTLASS's "
+                "sm90 epilogue asserts it)")
+    if p["tile_n"] % en or p["tile_m"] % em:
+        return f"epilogue subtile {tile} does not divide the {p['tile_m']}x{p['tile_n']} tile"
+    return None
+
+
+def _fix_epilogue_subtile(p: Params, rng: random.Random) -> Params:
+    p["epilogue_tile"] = "auto"
+    return p
+
+
 def _splits_need_streamk(p):
     if p["splits"] > 1 and p["scheduler"] != "streamk":
         return f"splits={p['splits']} needs the stream-K scheduler (the persistent scheduler does not split K)"
@@ -224,6 +257,8 @@ RULES = (
     Rule("smem-capacity", f"stages x (A + B tile) + epilogue <= {SMEM_BYTES_PER_BLOCK // 1024} KB shared memory",
          _smem_capacity, _fix_smem_capacity),
     Rule("splits-need-streamk", "split-K factor > 1 only with the stream-K scheduler", _splits_need_streamk, _fix_splits),
+    Rule("epilogue-subtile", "an explicit epilogue subtile: TMA epilogue, M = 128 cooperative else 64, divides the "
+         "tile", _epilogue_subtile, _fix_epilogue_subtile),
 )
 
 
@@ -275,7 +310,7 @@ def derived_params(params: "tuple[ParamSpec, ...]", fixed: "Mapping[str, tuple]"
     pinned to its choices (their doc says so), those of `replaced` swapped for its spec of the same name."""
     swap = {spec.name: spec for spec in replaced}
     return tuple(swap[p.name] if p.name in swap else
-                 ParamSpec(p.name, fixed[p.name], p.kind, p.doc + " (fixed in this family)", p.ordered)
+                 ParamSpec(p.name, fixed[p.name], p.kind, p.doc + " (fixed in this family)", p.ordered, p.implicit)
                  if p.name in fixed else p for p in params)
 
 

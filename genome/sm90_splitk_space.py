@@ -50,7 +50,8 @@ def make_space() -> SearchSpace:
     rules = tuple(r for r in base.rules if r.name != "splits-need-streamk") + (
         Rule("persistent-scheduler", "the persistent scheduler (the split is a batch)", _persistent,
              _fix_persistent),)
-    return replace(base, family=FAMILY, params=(*base.params, KSPLIT), rules=rules,
+    params = _sm90.derived_params(base.params, fixed=_sm90.AUTO_EPILOGUE_TILE)
+    return replace(base, family=FAMILY, params=(*params, KSPLIT), rules=rules,
                    shape_rules=(ShapeRule("even-split", "K a multiple of 8 x ksplit, N a multiple of 8",
                                           _even_split),),
                    description="sm90_cutlass with K split into a batch of fp32 partial sums and a reduction "

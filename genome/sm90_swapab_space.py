@@ -28,7 +28,8 @@ knobs = _sm90.knobs
 
 def make_space() -> SearchSpace:
     base = _sm90.make_space()
-    return replace(base, family=FAMILY, params=_sm90.derived_params(base.params, replaced=(WS_SCHEDULE,)),
+    return replace(base, family=FAMILY, params=_sm90.derived_params(base.params, fixed=_sm90.AUTO_EPILOGUE_TILE,
+                                                                               replaced=(WS_SCHEDULE,)),
                    rules=(*base.rules, WS_PERSISTENT), tile_axes=("n", "m"),
                    description="sm90_cutlass on the transposed problem C^T = W A^T (as cuBLAS runs a "
                                "row-major call): tile_m and cluster_m run along N, tile_n and cluster_n "

@@ -27,6 +27,10 @@ class ParamSpec:
     kind: str = "compile"  # "compile": changes the source; "runtime": passed through the C ABI knobs
     doc: str = ""
     ordered: bool = True  # neighbours are adjacent values (numbers) rather than any other value
+    # implicit: a genome at this parameter's first choice (its default) does not name it, so a parameter
+    # added to a family later leaves the ids, the rendered source and the builds of its older genomes as
+    # they were (halls of fame, seeds, `seed_from` campaigns stay valid)
+    implicit: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in ("compile", "runtime"):
@@ -97,11 +101,36 @@ class SearchSpace:
                 return p
         raise KeyError(f"{self.family} has no parameter {name!r}; parameters: {', '.join(self.names)}")
 
+    def full(self, params: Mapping[str, Any]) -> Params:
+        """`params` with each implicit parameter it does not name at its default (first choice)."""
+        out = dict(params)
+        for spec in self.params:
+            if spec.implicit and spec.name not in out:
+                out[spec.name] = spec.choices[0]
+        return out
+
+    def canonical(self, params: Mapping[str, Any]) -> Params:
+        """`params` without the implicit parameters at their default: what a genome names."""
+        defaults = {p.name: p.choices[0] for p in self.params if p.implicit}
+        return {k: v for k, v in params.items() if not (k in defaults and v == defaults[k])}
+
+    def _drawn(self, spec: ParamSpec) -> bool:
+        """Whether sampling, mutation and crossover draw this parameter: an implicit one pinned to its
+        default (a derived family that leaves it out) takes no random draw, so adding it changed no
+        sequence of that family's draws."""
+        return not (spec.implicit and len(spec.choices) == 1)
+
+    def params_of(self, genome: Genome) -> Params:
+        """Every parameter's value in `genome`, implicit ones included."""
+        return self.full(genome.param_dict)
+
     def compile_params(self, genome: Genome) -> Params:
-        return {p.name: genome[p.name] for p in self.params if p.kind == "compile"}
+        params = self.params_of(genome)
+        return {p.name: params[p.name] for p in self.params if p.kind == "compile"}
 
     def runtime_params(self, genome: Genome) -> Params:
-        return {p.name: genome[p.name] for p in self.params if p.kind == "runtime"}
+        params = self.params_of(genome)
+        return {p.name: params[p.name] for p in self.params if p.kind == "runtime"}
 
     def raw_size(self) -> int:
         return math.prod(len(p.choices) for p in self.params)
@@ -110,11 +139,12 @@ class SearchSpace:
         """Every valid, canonical combination: of all params, or of one kind with the others
         taken from `base` (default: the first choices)."""
         specs = [p for p in self.params if kind is None or p.kind == kind]
-        fixed = {p.name: (base[p.name] if base else p.choices[0]) for p in self.params if p not in specs}
+        full_base = self.full(base) if base else None
+        fixed = {p.name: (full_base[p.name] if full_base else p.choices[0]) for p in self.params if p not in specs}
         for combo in itertools.product(*(p.choices for p in specs)):
             params = dict(fixed)
             params.update(zip((p.name for p in specs), combo))
-            if not self._violations(params) and self._normalise(params) == params:
+            if not self._violations(params) and self._normalise(params) == self.canonical(params):
                 yield params
 
     def valid_size(self, kind: "str | None" = None, base: "Mapping[str, Any] | None" = None) -> int:
@@ -123,6 +153,7 @@ class SearchSpace:
     # -- validation --------------------------------------------------------------------------
     def _value_violations(self, params: Mapping[str, Any]) -> list[Violation]:
         out = []
+        params = self.full(params)
         for name in params:
             if name not in self.names:
                 out.append(Violation("unknown-parameter", f"{self.family} has no parameter {name!r}; "
@@ -140,6 +171,7 @@ class SearchSpace:
         out = self._value_violations(params)
         if out:
             return out
+        params = self.full(params)
         for rule in self.rules:
             message = rule.check(params)
             if message:
@@ -147,9 +179,11 @@ class SearchSpace:
         return out
 
     def _normalise(self, params: Params) -> Params:
+        """The canonical form: normalisers applied to the full parameters, implicit defaults left out."""
+        params = self.full(params)
         for fn in self.normalisers:
             params = fn(dict(params))
-        return params
+        return self.canonical(params)
 
     def violations(self, genome: Genome, problem: "Problem | None" = None) -> list[Violation]:
         if genome.family != self.family:
@@ -165,8 +199,9 @@ class SearchSpace:
 
     def shape_violations(self, genome: Genome, problem: Problem) -> list[Violation]:
         out = []
+        params = self.params_of(genome)
         for rule in self.shape_rules:
-            message = rule.check(genome.param_dict, problem)
+            message = rule.check(params, problem)
             if message:
                 out.append(Violation(rule.name, message))
         return out
@@ -245,9 +280,9 @@ class SearchSpace:
         keeps only draws that are already in canonical form, so a genome that several raw
         parameter combinations normalise to is not drawn more often; repair as a last resort."""
         for _ in range(max_tries):
-            params = {p.name: rng.choice(p.choices) for p in self.params}
-            if not self._violations(params) and self._normalise(dict(params)) == params:
-                return Genome.make(self.family, params)
+            params = {p.name: rng.choice(p.choices) if self._drawn(p) else p.choices[0] for p in self.params}
+            if not self._violations(params) and self._normalise(dict(params)) == self.canonical(params):
+                return Genome.make(self.family, self.canonical(params))
         return self.repair(Genome.make(self.family, params), rng)
 
     def mutate(self, genome: Genome, rng: random.Random, n_changes: int = 1,
@@ -256,16 +291,19 @@ class SearchSpace:
         `frozen` parameters (those the genome's code patches cover) keep their values, also through
         the repair; when no child keeps them, a fresh sample (without patches) is returned."""
         frozen = frozenset(frozen)
-        allowed = [p for p in self.params if (kinds is None or p.kind in set(kinds)) and p.name not in frozen]
+        allowed = [p for p in self.params if (kinds is None or p.kind in set(kinds)) and p.name not in frozen
+                   and self._drawn(p)]
+        before = self.params_of(genome)
         for _ in range(50 if allowed else 0):
-            params = genome.param_dict
+            params = dict(before)
             for spec in rng.sample(allowed, k=min(n_changes, len(allowed))):
                 params[spec.name] = self._step(spec, params[spec.name], rng)
             try:
                 child = self.repair(Genome.make(self.family, params, genome.patches), rng)
             except InvalidGenome:
                 continue
-            if child.id != genome.id and all(child.get(name) == genome.get(name) for name in frozen):
+            after = self.params_of(child)
+            if child.id != genome.id and all(after.get(name) == before.get(name) for name in frozen):
                 return child
         return self.sample(rng)
 
@@ -277,8 +315,10 @@ class SearchSpace:
         the parameters it covers from its own parent; a patch whose covered values clash with an
         earlier one's is left out, and a child whose repair moves them is drawn again (at last,
         `a` itself is returned, which the engine knows already)."""
+        full_a, full_b = self.params_of(a), self.params_of(b)
         for _ in range(20 if frozen is not None else 1):
-            params = {name: (a[name] if rng.random() < 0.5 else b[name]) for name in self.names}
+            params = {p.name: (full_a[p.name] if rng.random() < 0.5 else full_b[p.name]) if self._drawn(p)
+                      else full_a[p.name] for p in self.params}
             chosen = {p.block: (p, a) for p in a.patches}
             for p in b.patches:
                 if p.block not in chosen or rng.random() < 0.5:
@@ -288,9 +328,10 @@ class SearchSpace:
             for block in sorted(chosen):
                 patch, source = chosen[block]
                 covered = frozen(Genome(source.family, source.params, (patch,))) if frozen is not None else ()
-                if any(name in pinned and pinned[name] != source[name] for name in covered):
+                values = full_a if source is a else full_b
+                if any(name in pinned and pinned[name] != values[name] for name in covered):
                     continue
-                pinned.update({name: source[name] for name in covered})
+                pinned.update({name: values[name] for name in covered})
                 patches.append(patch)
             params.update(pinned)
             try:
@@ -299,7 +340,7 @@ class SearchSpace:
                 if frozen is None:
                     raise
                 continue
-            if all(child.get(name) == value for name, value in pinned.items()):
+            if all(self.params_of(child).get(name) == value for name, value in pinned.items()):
                 return child
         return a
 
@@ -307,10 +348,11 @@ class SearchSpace:
         """Every valid genome one step away in one parameter (deduplicated, parent excluded)."""
         seen = {genome.id}
         out = []
+        base = self.params_of(genome)
         for spec in self.params:
-            current = genome[spec.name]
+            current = base[spec.name]
             for value in self._adjacent(spec, current):
-                params = genome.param_dict
+                params = dict(base)
                 params[spec.name] = value
                 if self._violations(params):
                     continue
@@ -340,7 +382,8 @@ class SearchSpace:
         lines = [f"family {self.family}: {self.description}".rstrip(": "), "", "parameters:"]
         for p in self.params:
             values = ", ".join(str(c) for c in p.choices)
-            lines.append(f"  {p.name:<14} [{p.kind}] {values}" + (f"  -- {p.doc}" if p.doc else ""))
+            lines.append(f"  {p.name:<14} [{p.kind}] {values}" + (f"  -- {p.doc}" if p.doc else "")
+                         + (f" (a genome that does not name it: {p.choices[0]})" if p.implicit else ""))
         lines += ["", "rules:"]
         lines += [f"  {r.name}: {r.description}" for r in self.rules]
         lines += [f"  {r.name} (per shape): {r.description}" for r in self.shape_rules]

@@ -86,7 +86,7 @@ class LlmParam:
         if unknown:
             raise OperatorError("invalid", f"unknown parameter(s) {', '.join(map(repr, unknown))}; "
                                            f"known: {', '.join(space.names)}")
-        params = parent.param_dict
+        params = space.params_of(parent)
         frozen = ctx.frozen_of(parent)
         for name, value in moves.items():
             choices = space.spec(name).choices

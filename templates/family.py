@@ -88,7 +88,7 @@ class TemplateFamily:
         return (*self.arch_flags(), *self.nvcc_flags)
 
     def knob_vector(self, genome: Genome) -> tuple[int, ...]:
-        return tuple(int(k) for k in self.knobs(genome.param_dict))
+        return tuple(int(k) for k in self.knobs(self.space.params_of(genome)))
 
     def seeds(self) -> "list[tuple[str, Genome]]":
         """The family's seed genomes as (file stem, genome), valid ones only, by file name."""

@@ -127,8 +127,9 @@ def frozen_params(genome: Genome, families: "FamilyRegistry | None" = None) -> f
 
 def _context(genome: Genome, family: TemplateFamily) -> dict:
     compile_params = family.space.compile_params(genome)
+    named = {k: v for k, v in compile_params.items() if k in genome.param_dict}  # implicit defaults: as before
     return {**family.template_globals, "p": SimpleNamespace(**compile_params), "family": family.name,
-            "params_json": json.dumps(compile_params, sort_keys=True)}
+            "params_json": json.dumps(named, sort_keys=True)}
 
 
 def render(genome: Genome, families: "FamilyRegistry | None" = None) -> RenderedKernel:

@@ -37,6 +37,9 @@ def gpu_test_genomes() -> list[Genome]:
     out.update((g.id, g) for _, g in splitk.seeds() if splitk.space.is_valid(g, problem))
     for g in (planted.base_genome(), planted.planted("oob"), planted.planted("hang"), planted.fp16_accumulating()):
         out[g.id] = g
+    for g in test_gpu_families.subtile_genomes():
+        auto = fams.resolve(g.family).space.validate(g.with_params(epilogue_tile="auto"))
+        out.update({g.id: g, auto.id: auto})
     out.update((g.id, g) for g in short_campaign_genomes())
     return list(out.values())
 

@@ -117,7 +117,7 @@ def test_mutate_crossover_neighbours_stay_valid():
     assert parent.id not in {n.id for n in neighbours}
     assert len({n.id for n in neighbours}) == len(neighbours)
     # neighbours differ from the parent in exactly one parameter before normalisation effects
-    assert all(sum(n[k] != parent[k] for k in SPACE.names) >= 1 for n in neighbours)
+    assert all(sum(SPACE.params_of(n)[k] != SPACE.params_of(parent)[k] for k in SPACE.names) >= 1 for n in neighbours)
 
 
 def test_repair_snaps_out_of_range_values():
@@ -139,3 +139,60 @@ def test_classic_operators_through_the_interface():
     # an unaligned problem yields no children rather than invalid ones
     bad_ctx = OperatorContext(space=SPACE, problem=Problem(100, 100, 99), rng=rng)
     assert apply_operator(ParamMutate(), [parent], bad_ctx) == []
+
+
+# -- implicit parameters: added to a family later, without changing its older genomes ----------------
+
+def test_an_implicit_parameter_at_its_default_is_left_out_so_older_genomes_keep_their_ids():
+    from templates import family_registry, render
+    old = SPACE.validate(good())                      # made as before epilogue_tile existed
+    assert "epilogue_tile" not in old.param_dict and SPACE.params_of(old)["epilogue_tile"] == "auto"
+    explicit = Genome.make("sm90_cutlass", dict(old.param_dict, epilogue_tile="auto"))
+    assert explicit.id != old.id and SPACE.normalise(explicit).id == old.id  # one canonical form
+    source = render(old).source
+    assert "EpilogueTileAuto" in source and "epilogue_tile" not in source and render(explicit).source == source
+    # every hand-picked seed of every family is canonical already: ids (and so builds) as committed
+    for name in family_registry().names():
+        fam = family_registry().resolve(name)
+        for stem, seed in fam.seeds():
+            assert fam.space.normalise(seed).id == seed.id == Genome.load(fam.seeds_dir / f"{stem}.json").id
+
+
+def test_an_explicit_epilogue_subtile_renders_and_follows_cutlass_rules():
+    from templates import render
+    coop = SPACE.validate(good(tile_n=192, epilogue_tile="128x96"))
+    source = render(coop).source
+    assert "Shape<_128, _96>," in source and "EpilogueTileAuto" not in source
+    assert '"epilogue_tile": "128x96"' in source                       # the params comment names it
+    for bad, rule in ((good(tile_n=192, epilogue_tile="128x96", epilogue="nosmem"), "TMA epilogue"),
+                      (good(tile_n=256, epilogue_tile="64x128"), "M must be 128"),
+                      (good(schedule="pingpong", tile_n=128, epilogue_tile="128x64"), "M must be 64"),
+                      (good(tile_n=256, epilogue_tile="128x96"), "does not divide")):
+        found = SPACE.violations(bad)
+        assert [v.rule for v in found] == ["epilogue-subtile"] and rule in str(found[0]), found
+        assert "epilogue_tile" not in SPACE.repair(bad, random.Random(0)).param_dict   # repaired to auto
+    # shared memory counts the larger subtile: auto stages drop where the epilogue takes more
+    from genome.sm90_cutlass_space import max_stages
+    assert max_stages(SPACE.params_of(coop)) < max_stages(SPACE.params_of(SPACE.normalise(coop.with_params(
+        epilogue_tile="auto"))))
+
+
+def test_search_moves_reach_the_implicit_parameter_and_keep_genomes_canonical():
+    rng = random.Random(5)
+    parent = SPACE.validate(good())
+    seen = set()
+    for _ in range(400):
+        child = SPACE.mutate(parent, rng, n_changes=rng.randint(1, 3))
+        assert child.param_dict.get("epilogue_tile") != "auto"           # the default is never named
+        seen.add(SPACE.params_of(child)["epilogue_tile"])
+        other = SPACE.sample(rng)
+        assert other.param_dict.get("epilogue_tile") != "auto"
+        kid = SPACE.crossover(child, other, rng)
+        assert SPACE.is_valid(kid) and kid.param_dict.get("epilogue_tile") != "auto"
+    assert len(seen) >= 3, seen
+    assert any(n.param_dict.get("epilogue_tile") for n in SPACE.neighbours(parent))
+    assert all(n.param_dict.get("epilogue_tile") != "auto" for n in SPACE.neighbours(parent))
+    # a family derived from sm90_cutlass that pins it to auto: never drawn, never named
+    swapab = get_space("sm90_swapab")
+    assert swapab.spec("epilogue_tile").choices == ("auto",)
+    assert all("epilogue_tile" not in swapab.sample(rng).param_dict for _ in range(50))

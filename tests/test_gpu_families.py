@@ -43,3 +43,30 @@ def test_every_seed_passes_the_gate_in_its_familys_domain(evaluator, family, sha
         print(family, shape, g.short(), m.status, m.rel_error, m.acc_error, m.time_us)
     assert not failed, failed
     assert all(m.rel_error <= 1e-3 and m.acc_error is not None for m in results)
+
+
+def subtile_genomes() -> list:
+    """Explicit epilogue subtiles (the implicit parameter `epilogue_tile`) of each schedule that takes them:
+    ping-pong 64x64 and 64x128, cooperative 128x96 and 128x64 (a 256-row tile), sm90_lean's ws 64x64."""
+    from genome import Genome
+    base = {"cluster_m": 1, "cluster_n": 1, "decomposition": "heuristic", "epilogue": "tma", "raster": "heuristic",
+            "reduction": "deterministic", "scheduler": "persistent", "splits": 1, "stages": 0, "swizzle": 1,
+            "tile_k": 64}
+    cases = [("sm90_cutlass", dict(schedule="pingpong", tile_m=128, tile_n=128, epilogue_tile="64x64")),
+             ("sm90_cutlass", dict(schedule="pingpong", tile_m=128, tile_n=128, epilogue_tile="64x128")),
+             ("sm90_cutlass", dict(schedule="cooperative", tile_m=128, tile_n=192, cluster_n=2, epilogue_tile="128x96")),
+             ("sm90_cutlass", dict(schedule="cooperative", tile_m=256, tile_n=128, cluster_n=2, epilogue_tile="128x64")),
+             ("sm90_lean", dict(schedule="ws", tile_m=64, tile_n=128, epilogue_tile="64x64"))]
+    return [FAMILIES.resolve(f).space.validate(Genome.make(f, {**base, **p})) for f, p in cases]
+
+
+@pytest.mark.parametrize("shape", ["1000x2056x512", "2048x2048x2048"])
+def test_explicit_epilogue_subtiles_pass_the_gate(evaluator, shape):
+    problem = Problem.parse(shape)
+    genomes = subtile_genomes()
+    auto = [FAMILIES.resolve(g.family).space.validate(g.with_params(epilogue_tile="auto")) for g in genomes]
+    results = evaluator.evaluate(genomes + auto, problem)
+    for g, m in zip(genomes + auto, results):
+        print(shape, g.short(), m.status, m.rel_error, m.time_us)
+    failed = [(g.short(), m.status, m.reason) for g, m in zip(genomes + auto, results) if not m.ok]
+    assert not failed, failed

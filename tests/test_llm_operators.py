@@ -140,11 +140,15 @@ def test_the_token_budget_is_reserved_before_each_call_and_never_overshot(tmp_pa
 def test_a_shapes_token_count_is_every_request_also_those_that_gave_no_child(tmp_path):
     """The tokens a shape has used (what its share of `llm_tokens` is checked against) are those of
     all its requests, the garbage answers' too, each call once: not only the adopted children's."""
-    good = {"content": json.dumps({"params": {"swizzle": 2}, "reason": "r"}), "prompt_tokens": 300,
-            "completion_tokens": 20}
+    def good(params):
+        return {"content": json.dumps({"params": params, "reason": "r"}), "prompt_tokens": 300,
+                "completion_tokens": 20}
     bad = {"content": "no json here, sorry", "prompt_tokens": 400, "completion_tokens": 50}
-    with ScriptedServer([good, bad, bad, good, bad]) as server:
-        data = _config(server, shapes=["1024x1024x1024", "2048x1024x1024"],
+    # the good answers differ, so that some of them make a child new to the shape whatever its parents are
+    with ScriptedServer([good({"swizzle": 2}), bad, bad, good({"swizzle": 4, "raster": "along_n"}), bad,
+                         good({"swizzle": 8, "raster": "along_m"})]) as server:
+        # arms drawn by their priors alone: the LLM arm is called at every shape whatever its answers were
+        data = _config(server, shapes=["1024x1024x1024", "2048x1024x1024"], selection={"policy": "uniform"},
                        budget={"evaluations_per_shape": 30, "llm_tokens": 10 ** 7})
         result = _run(tmp_path / "c", data)
     conn = sqlite3.connect(str(tmp_path / "c" / "campaign.db"))
