@@ -9,10 +9,12 @@ is cached like a success, so it is never paid twice. Timeouts are not cached.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import tempfile
 import time
@@ -181,6 +183,19 @@ class Compiler:
     def cached(self, genome: Genome) -> bool:
         """Whether `genome`'s build (its build key: source, flags, toolchain) is in the cache."""
         return self._lookup(self.key_of(genome)) is not None
+
+    def build_seconds_prior(self, most: int = 400) -> "float | None":
+        """What one nvcc build has taken, before this session timed any: the median nvcc seconds of the
+        successful builds in the cache (at most `most` entries read), None for an empty cache."""
+        seconds = []
+        for meta in itertools.islice(self.cache_dir.glob("*/*/meta.json"), most):
+            try:
+                data = json.loads(meta.read_text())
+            except (OSError, json.JSONDecodeError):
+                continue
+            if isinstance(data, dict) and data.get("ok") and float(data.get("seconds") or 0) > 0:
+                seconds.append(float(data["seconds"]))
+        return statistics.median(seconds) if seconds else None
 
     def key_of(self, genome: Genome) -> str:
         """`genome`'s build key ("genome:<id>" for a genome that does not render)."""

@@ -103,6 +103,10 @@ class GpuEvaluator:
         """How many of `genomes` have no build in the kernel cache yet (their round waits on nvcc)."""
         return sum(not self.compiler.cached(g) for g in genomes)
 
+    def build_seconds_prior(self) -> "float | None":
+        """What a build takes before this session timed a round that built (`Compiler.build_seconds_prior`)."""
+        return self.compiler.build_seconds_prior()
+
     def device_facts(self) -> dict:
         """Facts of the GPU the bench's roofline needs: measured copy bandwidth (TB/s)."""
         return {"hbm_tbps": self.pool.info().get("hbm_tbps"), "hbm_source": "copy bandwidth measured on this GPU"}

@@ -307,6 +307,10 @@ class RayEvaluator:
         """How many of `genomes` have no build in the kernel cache yet (their round waits on nvcc)."""
         return sum(not self.compiler.cached(g) for g in genomes)
 
+    def build_seconds_prior(self) -> "float | None":
+        """What a build takes before this session timed a round that built (`Compiler.build_seconds_prior`)."""
+        return self.compiler.build_seconds_prior()
+
     def build(self, genomes: Sequence[Genome], progress: Any = None) -> list[BuildResult]:
         futures = [self.builder.submit(g) for g in genomes]
         results = []

@@ -354,49 +354,38 @@ class Engine(StrategyFactory, EngineViews):
         self._prefetch(state, offspring)
         return offspring
 
-    def _waits_past_share(self, state: ShapeState, proposed: Sequence[Offspring]) -> bool:
-        """Whether the next round, already asked, is dropped: it needs builds that would overrun the
-        shape's wall share (`budget.build_round_fits`)."""
-        estimate = self._rounds.build_estimate()
-        if estimate is None or state.allocation.get("wall_seconds") is None:
-            return False
-        if not unbuilt(self._evaluator, self.journal.unmeasured(state, proposed), state.problem):
-            return False
-        seq = self._seq()
-        recorded_here = seq is None and self.journal.recorded_left(state)
-        if build_round_fits(state, self.db, seq, self._grants(), estimate, recorded_here):
-            return False
-        self.log(f"{state.name}: the next round waits on nvcc (~{estimate:.0f} s a round that builds); "
-                 f"left out: the shape's wall share is {state.allocation['wall_seconds']:.0f} s, "
-                 f"{state.wall_seconds():.0f} s used")
-        return True
-
-    def _first_round(self, state: ShapeState, proposed: list[Offspring]) -> list[Offspring]:
-        """A shape's first round keeps only its genomes that are built already when the others' builds
-        would overrun the shape's wall share (`budget.build_round_fits`, priced by the rounds that
-        built so far): its seeds from earlier shapes, whose kernels are in the cache, are measured in
-        seconds, and the shape's random samples are not built. The kept ids are stored (event
-        `first_round_trim`), so a resume applies the same cut without deciding again."""
-        stored = [e for e in self.db.events("first_round_trim") if e["problem"] == state.name]
+    def _cut_to_built(self, state: ShapeState, proposed: Sequence[Offspring]) -> list[Offspring]:
+        """The round about to be recorded, without its genomes that wait on nvcc when their builds would
+        overrun the shape's wall share (`budget.build_round_fits`, priced by the rounds that built so far,
+        or by what builds took in the kernel cache): the built ones (runtime-knob moves, seeds from
+        earlier shapes) take seconds and go on using the share; an empty round ends the shape, but a
+        shape's first round with nothing built is kept whole (it cannot start otherwise). A cut is stored
+        (event `round_cut`), so a resume applies it without deciding again; never during a replay."""
+        rnd = state.rounds
+        stored = [e["data"] for e in self.db.events("round_cut") if e["problem"] == state.name
+                  and e["data"].get("round") == rnd]
         if stored:
-            kept_ids = set(stored[-1]["data"]["kept"])
+            kept_ids = set(stored[-1]["kept"])
             return [off for off in proposed if off.genome.id in kept_ids]
-        estimate = self._rounds.build_estimate()
+        estimate = self._rounds.build_estimate(self._evaluator)
         if estimate is None or state.allocation.get("wall_seconds") is None:
-            return proposed
+            return list(proposed)
         waiting = waiting_on_nvcc(self._evaluator, self.journal.unmeasured(state, proposed), state.problem)
         kept = [off for off in proposed if off.genome.id not in waiting]
-        if not waiting or not kept:
-            return proposed  # nothing to wait for, or nothing built: the shape cannot start otherwise
         seq = self._seq()
-        if build_round_fits(state, self.db, seq, self._grants(), estimate,
-                            recorded_here=seq is None and self.journal.recorded_left(state)):
-            return proposed
-        self.db.event("first_round_trim", state.name, {"kept": [off.genome.id for off in kept],
-                                                      "left_out": sorted(waiting), "estimate_s": estimate})
-        self.log(f"{state.name}: first round: {len(waiting)} of its genomes wait on nvcc (~{estimate:.0f} s a round "
-                 f"that builds, the shape's wall share is {state.allocation['wall_seconds']:.0f} s); "
-                 f"left out, {len(kept)} built ones kept")
+        if not waiting or (rnd == 0 and not kept) or build_round_fits(
+                state, self.db, seq, self._grants(), estimate,
+                recorded_here=seq is None and self.journal.recorded_left(state)):
+            return list(proposed)
+        self.db.event("round_cut", state.name, {"round": rnd, "kept": [off.genome.id for off in kept],
+                                                "left_out": sorted(waiting), "estimate_s": estimate})
+        share = f"the shape's wall share is {state.allocation['wall_seconds']:.0f} s, {state.wall_seconds():.0f} s used"
+        if kept:
+            self.log(f"{state.name}: round {rnd}: {len(waiting)} of its genomes wait on nvcc (~{estimate:.0f} s a "
+                     f"round that builds; {share}); left out, its {len(kept)} built ones measured")
+        else:
+            self.log(f"{state.name}: the next round waits on nvcc (~{estimate:.0f} s a round that builds); "
+                     f"left out: {share}")
         return kept
 
     def _loop(self, state: ShapeState, first: bool = True) -> str:
@@ -404,7 +393,10 @@ class Engine(StrategyFactory, EngineViews):
         if n == 0:
             return reason or "nothing to do"
         asked = state.strategy.ask(n)
-        batch = self.journal.record(state, self._first_round(state, asked) if first and state.rounds == 0 else asked)
+        kept = self._cut_to_built(state, asked)
+        if asked and not kept:
+            return "wall-time budget spent"
+        batch = self.journal.record(state, kept)
         while batch:
             if self.stopping.is_set():
                 raise CampaignStopped(f"{state.name}: stopped before round {state.rounds} (another shape failed)")
@@ -432,9 +424,10 @@ class Engine(StrategyFactory, EngineViews):
                 return reason or "done"
             if not next_raw:
                 return "the strategy proposed nothing new"
-            if self._waits_past_share(state, next_raw):
+            kept = self._cut_to_built(state, next_raw)
+            if not kept:
                 return "wall-time budget spent"
-            batch = self.journal.record(state, next_raw)
+            batch = self.journal.record(state, kept)
         return "the strategy proposed nothing"
 
     def _tell(self, state: ShapeState, batch: Sequence[tuple[int, Offspring]], results: dict) -> None:

@@ -20,6 +20,8 @@ class RoundClock:
         self._lock = threading.Lock()
         self._all: list[float] = []
         self._built: list[float] = []
+        self._prior: "float | None" = None
+        self._prior_read = False
 
     def record(self, seconds: float, built: bool) -> None:
         with self._lock:
@@ -32,10 +34,23 @@ class RoundClock:
         with self._lock:
             return round_estimate(self._all)
 
-    def build_estimate(self) -> "float | None":
-        """A round that waits on nvcc: the median of the recent such rounds (one says enough)."""
+    def build_estimate(self, evaluator: Any = None) -> "float | None":
+        """A round that waits on nvcc: the median of the recent such rounds (one says enough); before
+        any, what one build took in the evaluator's kernel cache (`evaluator.build_seconds_prior`, read
+        once), so that a short wall share is not overrun by the first round that builds either."""
         with self._lock:
-            return round_estimate(self._built, least=1)
+            timed = round_estimate(self._built, least=1)
+            if timed is not None or evaluator is None:
+                return timed
+            if not self._prior_read:
+                self._prior_read = True
+                read = getattr(evaluator, "build_seconds_prior", None)
+                try:
+                    value = read() if read is not None else None
+                    self._prior = float(value) if value is not None else None
+                except Exception:  # noqa: BLE001 - no prior: the rule waits for a timed round
+                    self._prior = None
+            return self._prior
 
 
 def waiting_on_nvcc(evaluator: Any, genomes: Sequence[Genome], problem: Problem) -> set[str]:

@@ -165,3 +165,17 @@ def test_a_relative_cache_folder_works(tmp_path, monkeypatch):
     result = compiler.build(SPACE.validate(Genome.make("sm90_cutlass", SMALL)))
     assert result.ok, result.reason
     compiler.close()
+
+
+def test_the_build_seconds_prior_is_the_median_of_the_caches_successful_builds(tmp_path):
+    import json
+    from evaluator.compile import Compiler
+    c = Compiler.default(tmp_path / "cache")
+    assert c.build_seconds_prior() is None
+    for i, (ok, seconds) in enumerate([(True, 10.0), (True, 30.0), (True, 20.0), (False, 99.0), (True, 0.0)]):
+        entry = tmp_path / "cache" / f"k{i}" / f"k{i}key"
+        entry.mkdir(parents=True)
+        (entry / "meta.json").write_text(json.dumps({"ok": ok, "seconds": seconds}))
+    (tmp_path / "cache" / "zz" / "broken").mkdir(parents=True)
+    (tmp_path / "cache" / "zz" / "broken" / "meta.json").write_text("{not json")
+    assert c.build_seconds_prior() == 20.0
