@@ -167,15 +167,27 @@ def test_a_relative_cache_folder_works(tmp_path, monkeypatch):
     compiler.close()
 
 
-def test_the_build_seconds_prior_is_the_median_of_the_caches_successful_builds(tmp_path):
+def test_the_build_seconds_prior_is_what_builds_took_on_this_machine(tmp_path, monkeypatch):
     import json
-    from evaluator.compile import Compiler
-    c = Compiler.default(tmp_path / "cache")
-    assert c.build_seconds_prior() is None
-    for i, (ok, seconds) in enumerate([(True, 10.0), (True, 30.0), (True, 20.0), (False, 99.0), (True, 0.0)]):
+    import socket
+    from evaluator.compile import BuildResult, Compiler
+    assert Compiler.default(tmp_path / "cache").build_seconds_prior() is None
+    here = socket.gethostname()
+    entries = [(True, 10.0, here), (True, 30.0, here), (True, 20.0, here), (False, 99.0, here), (True, 0.0, here),
+               (True, 80.0, "the-cpu-machine"), (True, 70.0, None)]   # carried from elsewhere, or untagged
+    for i, (ok, seconds, host) in enumerate(entries):
         entry = tmp_path / "cache" / f"k{i}" / f"k{i}key"
         entry.mkdir(parents=True)
-        (entry / "meta.json").write_text(json.dumps({"ok": ok, "seconds": seconds}))
+        (entry / "meta.json").write_text(json.dumps({"ok": ok, "seconds": seconds, "host": host}))
     (tmp_path / "cache" / "zz" / "broken").mkdir(parents=True)
     (tmp_path / "cache" / "zz" / "broken" / "meta.json").write_text("{not json")
+    c = Compiler.default(tmp_path / "cache")
     assert c.build_seconds_prior() == 20.0
+    elsewhere = tmp_path / "carried" / "k0" / "k0key"   # only builds from other machines: theirs
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "meta.json").write_text(json.dumps({"ok": True, "seconds": 75.0, "host": "the-cpu-machine"}))
+    assert Compiler.default(tmp_path / "carried").build_seconds_prior() == 75.0
+    # once this session has built, its own builds say it
+    monkeypatch.setattr(c, "build", lambda g: BuildResult("g", "k", ok=True, seconds=5.0, host=here))
+    c._timed_build(None)
+    assert c.build_seconds_prior() == 5.0
