@@ -20,8 +20,6 @@ class RoundClock:
         self._lock = threading.Lock()
         self._all: list[float] = []
         self._built: list[float] = []
-        self._prior: "float | None" = None
-        self._prior_read = False
 
     def record(self, seconds: float, built: bool) -> None:
         with self._lock:
@@ -36,21 +34,20 @@ class RoundClock:
 
     def build_estimate(self, evaluator: Any = None) -> "float | None":
         """A round that waits on nvcc: the median of the recent such rounds (one says enough); before
-        any, what one build took in the evaluator's kernel cache (`evaluator.build_seconds_prior`, read
-        once), so that a short wall share is not overrun by the first round that builds either."""
+        any, what one build takes (`evaluator.build_seconds_prior`: this session's builds, else the
+        kernel cache's made on this host, else those carried from elsewhere), asked each time since it
+        improves as builds finish, so that a short wall share is not overrun by the first round that
+        builds either."""
         with self._lock:
             timed = round_estimate(self._built, least=1)
-            if timed is not None or evaluator is None:
-                return timed
-            if not self._prior_read:
-                self._prior_read = True
-                read = getattr(evaluator, "build_seconds_prior", None)
-                try:
-                    value = read() if read is not None else None
-                    self._prior = float(value) if value is not None else None
-                except Exception:  # noqa: BLE001 - no prior: the rule waits for a timed round
-                    self._prior = None
-            return self._prior
+        if timed is not None or evaluator is None:
+            return timed
+        read = getattr(evaluator, "build_seconds_prior", None)
+        try:
+            value = read() if read is not None else None
+        except Exception:  # noqa: BLE001 - no prior: the rule waits for a timed round
+            return None
+        return float(value) if value is not None else None
 
 
 def waiting_on_nvcc(evaluator: Any, genomes: Sequence[Genome], problem: Problem) -> set[str]:
