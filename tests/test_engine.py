@@ -456,6 +456,16 @@ def test_a_round_that_would_overrun_the_shapes_wall_share_is_not_started(tmp_pat
         assert st.wall_seconds() <= st.allocation["wall_seconds"] + 0.6, (name, st.wall_seconds(), st.allocation)
 
 
+def build_wall_campaign(shapes, size):
+    """3 s of wall over `shapes`, one island of `size`, a runtime-knob arm (never a build) beside
+    param_mutate (whose children need builds): for the wall-budget rules on rounds that build."""
+    return small_config(shapes=shapes, budget={"evaluations_per_shape": 200, "wall_seconds": 3.0},
+                        population={"size": size, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1,
+                                    "handpicked": False},
+                        operators=[{"name": "param_mutate", "arm": "runtime_mutate", "params": {"kinds": ["runtime"]},
+                                    "prior": 3.0}, {"name": "param_mutate"}])
+
+
 class BuildsNewKernels(FakeEvaluator):
     """Like the H200 with the seeds prebuilt: a shape's first round builds nothing; later, a round
     waits `build_s` when one of its genomes is a kernel (compile parameters) not built before, and
@@ -489,11 +499,7 @@ def test_a_round_that_waits_on_builds_is_priced_as_one_and_no_shape_is_left_at_z
     took 90 s and the last shape got 0 evaluations: docs/results/h200-prune-ab)."""
     shapes = ["1024x1024x1024", "2048x1024x1024", "1024x2048x1024", "2048x2048x1024", "1024x1024x2048",
               "2048x1024x2048"]
-    data = small_config(shapes=shapes, budget={"evaluations_per_shape": 200, "wall_seconds": 3.0},
-                        population={"size": 2, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1,
-                                    "handpicked": False},
-                        operators=[{"name": "param_mutate", "arm": "runtime_mutate", "params": {"kinds": ["runtime"]},
-                                    "prior": 3.0}, {"name": "param_mutate"}])
+    data = build_wall_campaign(shapes, size=2)
     result, _ = run(tmp_path / "c", data, evaluator=BuildsNewKernels(1.2, seed=7, fail_rate=0.0))
     states = result.states
     # without the check the first two shapes' build rounds (1.2 s each, shares of 0.5 s) spent the wall
@@ -524,11 +530,7 @@ def test_a_first_round_that_would_overrun_on_builds_keeps_its_built_seeds(tmp_pa
     built genomes are measured. Without it, the first rounds of shapes 2 and 3 (1.2 s each, shares
     of 0.45 and 0.2 s) spend the campaign's wall and shapes 4 and 5 end at 0 evaluations."""
     shapes = ["1024x1024x1024", "2048x1024x1024", "1024x2048x1024", "2048x2048x1024", "1024x1024x2048"]
-    data = small_config(shapes=shapes, budget={"evaluations_per_shape": 200, "wall_seconds": 3.0},
-                        population={"size": 4, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1,
-                                    "handpicked": False},
-                        operators=[{"name": "param_mutate", "arm": "runtime_mutate", "params": {"kinds": ["runtime"]},
-                                    "prior": 3.0}, {"name": "param_mutate"}])
+    data = build_wall_campaign(shapes, size=4)
     result, _ = run(tmp_path / "c", data, evaluator=BuildsEveryNewKernel(1.2, seed=7, fail_rate=0.0))
     states = result.states
     assert all(st.evaluations > 0 for st in states.values()), {n: st.evaluations for n, st in states.items()}
@@ -571,11 +573,7 @@ def test_before_any_round_built_the_kernel_caches_build_times_price_one(tmp_path
     builds of 1.2 s) starts no round that builds; later shapes wait on one only where it ends within
     their share plus half a round, as before."""
     shapes = ["1024x1024x1024", "2048x1024x1024", "1024x2048x1024", "2048x2048x1024", "1024x1024x2048"]
-    data = small_config(shapes=shapes, budget={"evaluations_per_shape": 200, "wall_seconds": 3.0},
-                        population={"size": 4, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1,
-                                    "handpicked": False},
-                        operators=[{"name": "param_mutate", "arm": "runtime_mutate", "params": {"kinds": ["runtime"]},
-                                    "prior": 3.0}, {"name": "param_mutate"}])
+    data = build_wall_campaign(shapes, size=4)
     waits = {}
     for prior in (None, 1.2):
         ev = KnowsBuildTimes(1.2, prior, seed=7, fail_rate=0.0)
