@@ -356,8 +356,8 @@ class Engine(StrategyFactory, EngineViews):
 
     def _cut_to_built(self, state: ShapeState, proposed: Sequence[Offspring]) -> list[Offspring]:
         """The round about to be recorded, without its genomes that wait on nvcc when their builds would
-        overrun the shape's wall share (`budget.build_round_fits`, priced by the rounds that built so far,
-        or by what builds took in the kernel cache): the built ones (runtime-knob moves, seeds from
+        overrun the shape's wall share (`budget.build_round_fits`, priced by `RoundClock.build_estimate`:
+        the rounds that built so far, else what nvcc takes on this machine): the built ones (runtime-knob moves, seeds from
         earlier shapes) take seconds and go on using the share; an empty round ends the shape, but a
         shape's first round with nothing built is kept whole (it cannot start otherwise). A cut is stored
         (event `round_cut`), so a resume applies it without deciding again; never during a replay."""
