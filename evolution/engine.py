@@ -360,10 +360,14 @@ class Engine(StrategyFactory, EngineViews):
         the rounds that built so far, else what nvcc takes on this machine): the built ones (runtime-knob moves, seeds from
         earlier shapes) take seconds and go on using the share; an empty round ends the shape, but a
         shape's first round with nothing built is kept whole (it cannot start otherwise). A cut is stored
-        (event `round_cut`), so a resume applies it without deciding again; never during a replay."""
+        (event `round_cut`, with the round's proposals), and a resume that re-generates the same round
+        applies it without deciding again. An empty cut is not re-applied: the record already ends the
+        shape there (its next proposals are another shape's, or none), and a budget grant that lets the
+        shape go on must see the round decided anew. Never decided during a replay."""
         rnd = state.rounds
+        asked = [off.genome.id for off in proposed]
         stored = [e["data"] for e in self.db.events("round_cut") if e["problem"] == state.name
-                  and e["data"].get("round") == rnd]
+                  and e["data"].get("round") == rnd and e["data"].get("proposed") == asked and e["data"]["kept"]]
         if stored:
             kept_ids = set(stored[-1]["kept"])
             return [off for off in proposed if off.genome.id in kept_ids]
@@ -377,7 +381,8 @@ class Engine(StrategyFactory, EngineViews):
                 state, self.db, seq, self._grants(), estimate,
                 recorded_here=seq is None and self.journal.recorded_left(state)):
             return list(proposed)
-        self.db.event("round_cut", state.name, {"round": rnd, "kept": [off.genome.id for off in kept],
+        self.db.event("round_cut", state.name, {"round": rnd, "proposed": asked,
+                                                "kept": [off.genome.id for off in kept],
                                                 "left_out": sorted(waiting), "estimate_s": estimate})
         share = f"the shape's wall share is {state.allocation['wall_seconds']:.0f} s, {state.wall_seconds():.0f} s used"
         if kept:

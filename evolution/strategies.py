@@ -180,8 +180,9 @@ class OptunaTPE:
 
     def _encode(self, genome: Genome) -> dict[str, Any]:
         out = {}
+        params = self.space.params_of(genome)  # implicit parameters at their default included
         for spec in self.space.params:
-            value = genome[spec.name]
+            value = params[spec.name]
             if value not in spec.choices:
                 raise ValueError(f"genome {genome.id}: {spec.name}={value!r} is not in the space's choices")
             out[spec.name] = spec.choices.index(value) if self._index_encoded(spec) else value

@@ -140,11 +140,12 @@ class FamilyJump:
         if not targets:
             return []
         space = ctx.rng.choice(targets)
-        kept = [spec.name for spec in space.params if spec.name in parent.param_dict]
+        own = ctx.space_of(parent).params_of(parent)  # implicit parameters at their default included
+        kept = [spec.name for spec in space.params if spec.name in own]
         child = None
         for _ in range(self.tries):  # the sampled parameters must also fit the shape (alignment, say)
-            params = space.sample(ctx.rng).param_dict
-            params.update({name: parent[name] for name in kept})
+            params = space.full(space.sample(ctx.rng).param_dict)
+            params.update({name: own[name] for name in kept})
             try:
                 child = space.repair(Genome.make(space.family, params), ctx.rng)
             except InvalidGenome:

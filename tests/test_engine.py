@@ -549,6 +549,25 @@ def test_a_first_round_that_would_overrun_on_builds_keeps_its_built_seeds(tmp_pa
     assert again.calls == [] and fingerprint(tmp_path / "c") == before
 
 
+def test_a_shape_that_ended_at_an_empty_cut_goes_on_with_a_budget_grant(tmp_path):
+    """An empty cut ends a shape before its round is told, so a grant (`evogemm extend`) asks the next
+    round at the same index: it is decided anew, not filtered by the old cut (which would leave it
+    empty and spend the grant on nothing)."""
+    from experiments.campaign_changes import extend_campaign
+    shapes = ["1024x1024x1024", "2048x1024x1024", "1024x2048x1024", "2048x2048x1024", "1024x1024x2048"]
+    data = build_wall_campaign(shapes, size=4)
+    run(tmp_path / "c", data, evaluator=BuildsEveryNewKernel(1.2, seed=7, fail_rate=0.0))
+    cuts = [(problem, json.loads(d)) for problem, d in
+            rows(tmp_path / "c", "SELECT problem, data FROM events WHERE kind='round_cut'")]
+    ended = {problem for problem, cut in cuts if not cut["kept"]}
+    assert ended, cuts
+    before = dict(rows(tmp_path / "c", "SELECT problem, COUNT(*) FROM evaluations GROUP BY problem"))
+    extend_campaign(tmp_path / "c", wall_seconds=8.0)
+    run(tmp_path / "c", data, evaluator=BuildsEveryNewKernel(1.2, seed=7, fail_rate=0.0), mode="resume")
+    after = dict(rows(tmp_path / "c", "SELECT problem, COUNT(*) FROM evaluations GROUP BY problem"))
+    assert all(after[p] > before[p] for p in ended), (ended, before, after)
+
+
 class KnowsBuildTimes(BuildsEveryNewKernel):
     """BuildsEveryNewKernel whose kernel cache says what a build takes (`build_seconds_prior`), and which
     counts the rounds that waited on builds."""

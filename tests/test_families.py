@@ -109,6 +109,19 @@ def test_family_jump_moves_a_parent_into_another_family_that_fits_the_shape():
     assert apply_operator(FamilyJump(), [parent], alone) == []
 
 
+def test_family_jump_carries_an_implicit_parameter_at_its_default_too():
+    """A parent that leaves `epilogue_tile` at its default (auto) passes it on like any other parameter
+    the two families share: the child does not take a randomly sampled subtile instead."""
+    problem = Problem(4096, 4096, 4096)
+    spaces = {n: FAMILIES.resolve(n).space for n in ("sm90_splitk", "sm90_cutlass")}
+    parent = FAMILIES.resolve("sm90_splitk").seeds()[0][1]
+    assert "epilogue_tile" not in parent.param_dict
+    for seed in range(40):
+        ctx = OperatorContext(space=spaces["sm90_splitk"], problem=problem, rng=random.Random(seed), spaces=spaces)
+        for kid in apply_operator(FamilyJump(), [parent], ctx):
+            assert kid.genome.family == "sm90_cutlass" and "epilogue_tile" not in kid.genome.param_dict
+
+
 def test_sm80_split_k_adds_fp32_partials_and_never_fp16_ones():
     fam = FAMILIES.resolve("sm80_cutlass")
     space = fam.space

@@ -302,3 +302,15 @@ def test_select_parents_is_deterministic_and_checks_arguments():
     # unmeasured / failed candidates (fitness -inf or NaN) are never picked while others exist
     mixed = [(cluster[0], -math.inf), (cluster[1], float("nan")), (outlier, 0.0)]
     assert selection_weights(mixed, SPACE)[:2] == [0.0, 0.0]
+
+
+def test_tpe_is_told_genomes_that_leave_an_implicit_parameter_at_its_default():
+    """A seed or a genome from another strategy names no `epilogue_tile` (its default): TPE encodes it
+    with the default instead of failing (it used to raise KeyError on such a tell)."""
+    from genome import Offspring
+    tpe = OptunaTPE(SPACE, PROBLEM, seed=3)
+    seed = SPACE.validate(Genome.make("sm90_cutlass", dict(SPACE.default_params(), schedule="pingpong",
+                                                           tile_m=128, tile_n=128)))
+    assert "epilogue_tile" not in seed.param_dict
+    tpe.tell(Offspring(seed, "seed", ()), measure(seed))
+    assert tpe.ask(2)
