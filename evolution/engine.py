@@ -42,7 +42,7 @@ from typing import Any, Callable, Sequence
 from evaluator.api import Evaluator
 from genome import Genome, Offspring, Problem, SearchSpace
 
-from .budget import Grants, NoGrants, allocation, build_round_fits, next_size
+from .budget import Grants, NoGrants, allocation, next_size
 from .db import CampaignDB
 from .journal import Journal
 from .plugins import Plugins, make_plugins
@@ -51,7 +51,8 @@ from .confirm import admit
 from .llm_gateway import make_gateway
 from .reverify import verify_hall_of_fame
 from .rng import derive_seed
-from .round_clock import RoundClock, unbuilt, waiting_on_nvcc
+from .round_clock import RoundClock, unbuilt
+from .round_cut import cut_to_built
 from .seeding import prune_families
 from .engine_strategy import StrategyFactory
 from .engine_views import EngineViews
@@ -354,54 +355,22 @@ class Engine(StrategyFactory, EngineViews):
         self._prefetch(state, offspring)
         return offspring
 
-    def _cut_to_built(self, state: ShapeState, proposed: Sequence[Offspring]) -> list[Offspring]:
-        """The round about to be recorded, without its genomes that wait on nvcc when their builds would
-        overrun the shape's wall share (`budget.build_round_fits`, priced by `RoundClock.build_estimate`:
-        the rounds that built so far, else what nvcc takes on this machine): the built ones (runtime-knob moves, seeds from
-        earlier shapes) take seconds and go on using the share; an empty round ends the shape, but a
-        shape's first round with nothing built is kept whole (it cannot start otherwise). A cut is stored
-        (event `round_cut`, with the round's proposals), and a resume that re-generates the same round
-        applies it without deciding again. An empty cut is not re-applied: the record already ends the
-        shape there (its next proposals are another shape's, or none), and a budget grant that lets the
-        shape go on must see the round decided anew. Never decided during a replay."""
-        rnd = state.rounds
-        asked = [off.genome.id for off in proposed]
-        stored = [e["data"] for e in self.db.events("round_cut") if e["problem"] == state.name
-                  and e["data"].get("round") == rnd and e["data"].get("proposed") == asked and e["data"]["kept"]]
-        if stored:
-            kept_ids = set(stored[-1]["kept"])
-            return [off for off in proposed if off.genome.id in kept_ids]
-        estimate = self._rounds.build_estimate(self._evaluator)
-        if estimate is None or state.allocation.get("wall_seconds") is None:
-            return list(proposed)
-        waiting = waiting_on_nvcc(self._evaluator, self.journal.unmeasured(state, proposed), state.problem)
-        kept = [off for off in proposed if off.genome.id not in waiting]
-        seq = self._seq()
-        if not waiting or (rnd == 0 and not kept) or build_round_fits(
-                state, self.db, seq, self._grants(), estimate,
-                recorded_here=seq is None and self.journal.recorded_left(state)):
-            return list(proposed)
-        self.db.event("round_cut", state.name, {"round": rnd, "proposed": asked,
-                                                "kept": [off.genome.id for off in kept],
-                                                "left_out": sorted(waiting), "estimate_s": estimate})
-        share = f"the shape's wall share is {state.allocation['wall_seconds']:.0f} s, {state.wall_seconds():.0f} s used"
-        if kept:
-            self.log(f"{state.name}: round {rnd}: {len(waiting)} of its genomes wait on nvcc (~{estimate:.0f} s a "
-                     f"round that builds; {share}); left out, its {len(kept)} built ones measured")
-        else:
-            self.log(f"{state.name}: the next round waits on nvcc (~{estimate:.0f} s a round that builds); "
-                     f"left out: {share}")
-        return kept
+    def _record(self, state: ShapeState, proposed: Sequence[Offspring]) -> "list[tuple[int, Offspring]] | None":
+        """Record a proposed round, cut to its built genomes when builds would overrun the shape's wall
+        share (evolution/round_cut.py); None when the cut leaves nothing of a round that had proposals."""
+        kept = cut_to_built(state, proposed, self.db, self.journal, self._rounds, self._evaluator, self._seq(),
+                            self._grants(), self.log)
+        if proposed and not kept:
+            return None
+        return self.journal.record(state, kept)
 
     def _loop(self, state: ShapeState, first: bool = True) -> str:
         n, reason = self._next(state, 0, first=first)
         if n == 0:
             return reason or "nothing to do"
-        asked = state.strategy.ask(n)
-        kept = self._cut_to_built(state, asked)
-        if asked and not kept:
+        batch = self._record(state, state.strategy.ask(n))
+        if batch is None:
             return "wall-time budget spent"
-        batch = self.journal.record(state, kept)
         while batch:
             if self.stopping.is_set():
                 raise CampaignStopped(f"{state.name}: stopped before round {state.rounds} (another shape failed)")
@@ -429,10 +398,9 @@ class Engine(StrategyFactory, EngineViews):
                 return reason or "done"
             if not next_raw:
                 return "the strategy proposed nothing new"
-            kept = self._cut_to_built(state, next_raw)
-            if not kept:
+            batch = self._record(state, next_raw)
+            if batch is None:
                 return "wall-time budget spent"
-            batch = self.journal.record(state, kept)
         return "the strategy proposed nothing"
 
     def _tell(self, state: ShapeState, batch: Sequence[tuple[int, Offspring]], results: dict) -> None:

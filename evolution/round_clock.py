@@ -1,6 +1,6 @@
 """How long the rounds after a shape's first take (this session), for the wall budget's decisions:
 all of them (`budget.next_size`, before a round is asked) and those that waited on nvcc
-(`budget.build_round_fits`, once a round is asked); and which of a round's genomes wait on nvcc."""
+(`budget.build_round_fits`, once a round is asked); and how many of a round's genomes wait on nvcc."""
 
 from __future__ import annotations
 
@@ -48,13 +48,6 @@ class RoundClock:
         except Exception:  # noqa: BLE001 - no prior: the rule waits for a timed round
             return None
         return float(value) if value is not None else None
-
-
-def waiting_on_nvcc(evaluator: Any, genomes: Sequence[Genome], problem: Problem) -> set[str]:
-    """The ids of `genomes` that have no build yet (asked one by one through `unbuilt`)."""
-    if getattr(evaluator, "unbuilt", None) is None:
-        return set()
-    return {g.id for g in genomes if unbuilt(evaluator, [g], problem)}
 
 
 def unbuilt(evaluator: Any, genomes: Sequence[Genome], problem: Problem) -> int:
