@@ -197,17 +197,18 @@ class Compiler:
         with self._lock:
             if self._run_seconds:
                 return statistics.median(self._run_seconds)
-            if self._cached_prior is None:
-                here, mine, others = socket.gethostname(), [], []
-                for meta in itertools.islice(self.cache_dir.glob("*/*/meta.json"), most):
-                    try:
-                        data = json.loads(meta.read_text())
-                    except (OSError, json.JSONDecodeError):
-                        continue
-                    if isinstance(data, dict) and data.get("ok") and float(data.get("seconds") or 0) > 0:
-                        (mine if data.get("host") == here else others).append(float(data["seconds"]))
-                self._cached_prior = mine or others
-            return statistics.median(self._cached_prior) if self._cached_prior else None
+            cached = self._cached_prior
+        if cached is None:  # read once, outside the lock (builds that finish meanwhile are not held up)
+            here, mine, others = socket.gethostname(), [], []
+            for meta in itertools.islice(self.cache_dir.glob("*/*/meta.json"), most):
+                try:
+                    data = json.loads(meta.read_text())
+                except (OSError, json.JSONDecodeError):
+                    continue
+                if isinstance(data, dict) and data.get("ok") and float(data.get("seconds") or 0) > 0:
+                    (mine if data.get("host") == here else others).append(float(data["seconds"]))
+            cached = self._cached_prior = mine or others
+        return statistics.median(cached) if cached else None
 
     def key_of(self, genome: Genome) -> str:
         """`genome`'s build key ("genome:<id>" for a genome that does not render)."""
