@@ -233,6 +233,14 @@ class EvolutionStrategy(OperatorCalls):
             self.queued.extend(filled[slot][1:])
         return out
 
+    def forget(self, offspring: Offspring) -> None:
+        """`offspring` will not be measured: the engine left it out of its round (round_cut.py). Its
+        arm's pull is released, so that a policy counting pulls in flight (UCB) does not count it."""
+        info = self.lineage.get(offspring.genome.id) or {"arm": offspring.meta.get("arm")}
+        arm = info.get("arm")
+        if arm is not None and arm in self.operators:
+            self._release(arm)
+
     def tell(self, offspring: Offspring, measurement: Measurement) -> None:
         gid = offspring.genome.id
         info = self.lineage.get(gid) or {"arm": offspring.meta.get("arm"), "island": offspring.meta.get("island", 0),

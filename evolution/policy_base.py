@@ -170,6 +170,12 @@ class OperatorPolicy:
         self.steps += 1
         self._learn(arm, r)
 
+    def release(self, arm: str) -> None:
+        """A pull of `arm` that will never be rewarded: its child was left out before it was measured
+        (a round cut to its built genomes). A policy that counts pulls in flight stops counting it."""
+        self._check_arm(arm)
+        self._release(arm)
+
     def probabilities(self) -> dict[str, float]:
         raise NotImplementedError
 
@@ -207,6 +213,9 @@ class OperatorPolicy:
         raise NotImplementedError
 
     def _learn(self, arm: str, reward: float) -> None:
+        pass
+
+    def _release(self, arm: str) -> None:
         pass
 
     def _arm_extra(self, arm: str) -> dict:

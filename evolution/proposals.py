@@ -45,12 +45,14 @@ class OperatorCalls:
         arm = self.policy.choose(self.rng)
         entry = self.operators[arm]
         if self.llm_budget_spent and entry.model is not None:
+            self._release(arm)
             return None  # the token budget is spent: LLM arms can no longer run here
         space = self.spaces[island.family]
         history = self._history(island)
         if getattr(entry.operator, "wants_failed_parents", False):
             picked = failed_parents(self.failed, island.family, entry.arity, self.rng, self.fix_attempts)
             if picked is None:
+                self._release(arm)
                 return None
             for f in picked:
                 self.fix_attempts[f.genome.id] = self.fix_attempts.get(f.genome.id, 0) + 1
@@ -59,6 +61,7 @@ class OperatorCalls:
         else:
             candidates = island.candidates()
             if entry.arity > len(candidates):
+                self._release(arm)
                 return None
             parents = list(self.toolbox.select_parents(candidates, entry.arity, self.rng, space)) \
                 if entry.arity > 0 else []
@@ -69,6 +72,13 @@ class OperatorCalls:
         ctx = OperatorContext(space=space, problem=self.problem, rng=random.Random(seed), history=history,
                               render=self.render, spaces=self.spaces, llm=llm, frozen=self.frozen)
         return _Call(slot, island, arm, entry, parents, ctx)
+
+    def _release(self, arm: str) -> None:
+        """A pull of `arm` that will never be told: the policy stops counting it as in flight (`release`,
+        optional for a plug-in policy)."""
+        release = getattr(self.policy, "release", None)
+        if release is not None:
+            release(arm)
 
     def _run(self, calls: Sequence[_Call]) -> None:
         """Run the planned calls: the LLM arms' side by side on the executor, the others here."""
@@ -112,11 +122,13 @@ class OperatorCalls:
         arm, exc = call.arm, call.error
         self.llm_tokens += int(getattr(call.ctx.llm, "tokens", 0) or 0)
         if isinstance(exc, InvalidGenome):
+            self._release(arm)
             return []
         if exc is not None:
             kind = getattr(exc, "kind", None) or "error"
             if kind == "budget":  # the campaign's token budget, not the model: no arm pays for it
                 self.llm_budget_spent = True
+                self._release(arm)
             else:
                 self.policy.update(arm, self.failure_reward)
                 self.rewards.append((arm, self.failure_reward))
@@ -134,6 +146,8 @@ class OperatorCalls:
             out.append(self._offspring(child.genome, child.operator,
                                        child.parent_ids or tuple(p.id for p in call.parents), call.island, arm,
                                        child.note, child.meta))
+        if not out:  # every child was proposed before: nothing of this pull will be told
+            self._release(arm)
         return out
 
     def _fallback(self, island: Island) -> "Offspring | None":

@@ -10,6 +10,8 @@ the share. The engine asks for the cut once a round is proposed and before it is
   same round applies it without deciding again. An empty cut is not re-applied: the record already
   ends the shape there (its next proposals are another shape's, or none), and a budget grant that lets
   the shape go on must see the round decided anew.
+- The strategy is told which children were left out (`forget`), so that an arm whose child is never
+  measured is not counted as a pull in flight (UCB's pending count).
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def cut_to_built(state: ShapeState, proposed: Sequence[Offspring], db: CampaignD
     asked = [off.genome.id for off in proposed]
     kept_ids = _stored(db, state, asked)
     if kept_ids is not None:
-        return [off for off in proposed if off.genome.id in kept_ids]
+        return _left_out(state, proposed, [off for off in proposed if off.genome.id in kept_ids])
     estimate = clock.build_estimate(evaluator)
     if estimate is None or state.allocation.get("wall_seconds") is None:
         return list(proposed)
@@ -67,4 +69,16 @@ def cut_to_built(state: ShapeState, proposed: Sequence[Offspring], db: CampaignD
             f"that builds; {share}); left out, its {len(kept)} built ones measured")
     else:
         log(f"{state.name}: the next round waits on nvcc (~{estimate:.0f} s a round that builds); left out: {share}")
+    return _left_out(state, proposed, kept)
+
+
+def _left_out(state: ShapeState, proposed: Sequence[Offspring], kept: list[Offspring]) -> list[Offspring]:
+    """`kept`, after telling the strategy which of `proposed` it will never be told of (`forget`, optional
+    in the SearchStrategy protocol): their arms' pulls are released."""
+    forget = getattr(state.strategy, "forget", None)
+    if forget is not None:
+        ids = {id(off) for off in kept}
+        for off in proposed:
+            if id(off) not in ids:
+                forget(off)
     return kept

@@ -30,6 +30,9 @@ FAILURE_LOG_US = math.log(1e7)  # the value told for a failed kernel: as if it t
 
 @runtime_checkable
 class SearchStrategy(Protocol):
+    """ask/tell. Optional: `forget(offspring)`, called for a child asked but left out of its round (it
+    will never be told), as the engine's round cut does (evolution/round_cut.py)."""
+
     name: str
 
     def ask(self, n: int) -> list[Offspring]: ...

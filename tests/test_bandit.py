@@ -264,3 +264,22 @@ def test_stats_and_state_are_json():
         assert sum(s["pulls"] for s in stats.values()) == 30
         json.dumps(stats)
         json.dumps(policy.state_dict())
+
+
+def test_release_stops_counting_a_pull_in_flight():
+    """A pull whose child will never be rewarded is released: UCB no longer counts it as pending, so
+    an arm with no evidence is unplayed again (and chosen first again). Other policies keep no such
+    count and are unchanged by it; an unknown arm is an error."""
+    ucb = make_policy("ucb", ARMS)
+    first = ucb.choose(random.Random(0))
+    assert ucb.stats()[first]["pending"] == 1 and ucb.choose(random.Random(0)) != first
+    ucb.release(first)
+    assert ucb.stats()[first]["pending"] == 0 and ucb.choose(random.Random(0)) == first
+    ucb.release(first), ucb.release(first)
+    assert ucb.stats()[first]["pending"] == 0       # never below zero
+    ts = make_policy("thompson", ARMS)
+    before = json.dumps(ts.state_dict(), sort_keys=True)
+    ts.release(ARMS[0])
+    assert json.dumps(ts.state_dict(), sort_keys=True) == before
+    with pytest.raises(ValueError, match="unknown arm"):
+        ucb.release("nope")

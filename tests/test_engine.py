@@ -830,3 +830,22 @@ def test_families_the_model_prices_in_another_league_are_left_out_of_a_shape(tmp
     assert "sm90_splitk" in left and "sm90_cutlass" not in left
     families = {f for (f,) in rows(tmp_path / "c", "SELECT g.family FROM proposals p JOIN genomes g ON g.id = p.genome_id")}
     assert "sm90_splitk" not in families and "sm90_cutlass" in families
+
+
+def test_pulls_that_will_never_be_told_are_not_counted_as_ucb_pulls_in_flight(tmp_path):
+    """UCB counts a chosen arm as pending until its child is told. Some pulls are never told: a child
+    that a round cut leaves out (the strategy is told to `forget` it), and a call that gave no new
+    child (every child proposed before, an invalid genome, an arm that could not run). Each releases
+    its arm's pull. Without the cut's release the last shape holds 3 pending at round 2; without the
+    others, 11 at round 11: UCB then explores those arms less and less."""
+    shapes = ["1024x1024x1024", "2048x1024x1024", "1024x2048x1024", "2048x2048x1024", "1024x1024x2048"]
+    data = build_wall_campaign(shapes, size=4)
+    data["selection"] = {"policy": "ucb"}
+    run(tmp_path / "c", data, evaluator=BuildsEveryNewKernel(1.2, seed=7, fail_rate=0.0))
+    cuts = [json.loads(d) for _, d in rows(tmp_path / "c", "SELECT problem, data FROM events WHERE kind='round_cut'")]
+    assert any(cut["left_out"] and cut["kept"] for cut in cuts), cuts  # the shape went on after a cut
+    round_size = data["population"]["offspring"] * data["population"]["islands"]
+    for problem, rnd, state in rows(tmp_path / "c", "SELECT problem, round, state FROM policy_log ORDER BY seq"):
+        pending = json.loads(state)["learner"]["pending"]
+        # at most the next round's proposals (asked while this round was measured) are in flight
+        assert sum(pending.values()) <= round_size, (problem, rnd, pending)
