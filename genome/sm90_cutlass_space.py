@@ -46,10 +46,12 @@ PARAMS = (
     ParamSpec("reduction", ("deterministic", "nondeterministic"), kind="runtime",
               doc="stream-K partial reduction order", ordered=False),
     # added after the campaigns of sessions 1-22: implicit, so their genomes keep their ids and builds
-    ParamSpec("epilogue_tile", ("auto", "64x64", "64x128", "128x64", "128x96", "128x128"), ordered=False,
+    ParamSpec("epilogue_tile", ("auto", "64x64", "64x128", "128x64", "128x96", "128x128",
+                                "64x48", "128x48", "64x80", "128x80", "64x112", "128x112"), ordered=False,
               implicit=True, doc="subtile of C the TMA epilogue stores per step (M x N); auto = CUTLASS's "
-                                 "EpilogueTileAuto (64x32 or 128x32); M is 128 with the cooperative schedule, "
-                                 "else 64"),
+                                 "EpilogueTileAuto (64 or 128 x gcd(32, tile N): 16 wide for tile N of 80, "
+                                 "112, 144, 176, 208, 240); M is 128 with the cooperative schedule, else 64; "
+                                 "N of 48, 80 and 112 divide the tiles fitted to the SM count"),
 )
 # a derived family whose kernels were never built with an explicit epilogue subtile pins it (`derived_params`)
 AUTO_EPILOGUE_TILE = {"epilogue_tile": ("auto",)}

@@ -47,7 +47,8 @@ def test_every_seed_passes_the_gate_in_its_familys_domain(evaluator, family, sha
 
 def subtile_genomes() -> list:
     """Explicit epilogue subtiles (the implicit parameter `epilogue_tile`) of each schedule that takes them:
-    ping-pong 64x64 and 64x128, cooperative 128x96 and 128x64 (a 256-row tile), sm90_lean's ws 64x64."""
+    ping-pong 64x64 and 64x128, cooperative 128x96 and 128x64 (a 256-row tile), sm90_lean's ws 64x64, and
+    the narrow ones of tiles with N 144 (cooperative 128x48) and 80 (ping-pong 64x80)."""
     from genome import Genome
     base = {"cluster_m": 1, "cluster_n": 1, "decomposition": "heuristic", "epilogue": "tma", "raster": "heuristic",
             "reduction": "deterministic", "scheduler": "persistent", "splits": 1, "stages": 0, "swizzle": 1,
@@ -56,7 +57,10 @@ def subtile_genomes() -> list:
              ("sm90_cutlass", dict(schedule="pingpong", tile_m=128, tile_n=128, epilogue_tile="64x128")),
              ("sm90_cutlass", dict(schedule="cooperative", tile_m=128, tile_n=192, cluster_n=2, epilogue_tile="128x96")),
              ("sm90_cutlass", dict(schedule="cooperative", tile_m=256, tile_n=128, cluster_n=2, epilogue_tile="128x64")),
-             ("sm90_lean", dict(schedule="ws", tile_m=64, tile_n=128, epilogue_tile="64x64"))]
+             ("sm90_lean", dict(schedule="ws", tile_m=64, tile_n=128, epilogue_tile="64x64")),
+             # subtiles for the tiles fitted to the SM count (auto stores them 16 columns a step)
+             ("sm90_cutlass", dict(schedule="cooperative", tile_m=128, tile_n=144, epilogue_tile="128x48")),
+             ("sm90_cutlass", dict(schedule="pingpong", tile_m=128, tile_n=80, epilogue_tile="64x80"))]
     return [FAMILIES.resolve(f).space.validate(Genome.make(f, {**base, **p})) for f, p in cases]
 
 
