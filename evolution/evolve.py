@@ -145,6 +145,7 @@ class EvolutionStrategy(OperatorCalls):
         self.failed: list[FailedGenome] = []            # recent failed genomes, for fix operators
         self.fix_attempts: dict[str, int] = {}           # failed genome id -> times handed to a fix operator
         self.queued: list[Offspring] = []               # extra children of earlier calls, handed out first
+        self.never_told: list[str] = []                 # arms of this ask's pulls that no child will answer
         self.llm_budget_spent = False                    # a call was refused by the token budget
         self.llm_tokens = 0                              # tokens of every LLM request of this shape (proposals.py)
         self.rewards: list[tuple[str, float]] = []
@@ -231,6 +232,7 @@ class EvolutionStrategy(OperatorCalls):
         for slot in sorted(filled):
             out.append(filled[slot][0])
             self.queued.extend(filled[slot][1:])
+        self._release_never_told()
         return out
 
     def forget(self, offspring: Offspring) -> None:
@@ -240,6 +242,7 @@ class EvolutionStrategy(OperatorCalls):
         arm = info.get("arm")
         if arm is not None and arm in self.operators:
             self._release(arm)
+            self._release_never_told()
 
     def tell(self, offspring: Offspring, measurement: Measurement) -> None:
         gid = offspring.genome.id

@@ -74,11 +74,20 @@ class OperatorCalls:
         return _Call(slot, island, arm, entry, parents, ctx)
 
     def _release(self, arm: str) -> None:
-        """A pull of `arm` that will never be told: the policy stops counting it as in flight (`release`,
-        optional for a plug-in policy)."""
+        """A pull of `arm` that will never be told: released once the current `ask` is over
+        (`_release_never_told`). Released at once, UCB (deterministic, rng-free) would choose the same
+        arm again for every later slot and retry of this ask, and an arm that can never run here would
+        never be passed over."""
+        self.never_told.append(arm)
+
+    def _release_never_told(self) -> None:
+        """The policy stops counting the pulls of this ask that will never be told as in flight
+        (`release`, optional for a plug-in policy)."""
         release = getattr(self.policy, "release", None)
+        arms, self.never_told = self.never_told, []
         if release is not None:
-            release(arm)
+            for arm in arms:
+                release(arm)
 
     def _run(self, calls: Sequence[_Call]) -> None:
         """Run the planned calls: the LLM arms' side by side on the executor, the others here."""

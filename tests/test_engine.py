@@ -849,3 +849,26 @@ def test_pulls_that_will_never_be_told_are_not_counted_as_ucb_pulls_in_flight(tm
         pending = json.loads(state)["learner"]["pending"]
         # at most the next round's proposals (asked while this round was measured) are in flight
         assert sum(pending.values()) <= round_size, (problem, rnd, pending)
+
+
+def test_an_arm_that_cannot_run_does_not_hold_ucb_on_it():
+    """UCB chooses without the rng. A pull that can never be told (here param_crossover, the higher
+    prior, which needs two parents on islands of one) is released only once the ask is over: released
+    at once, UCB chose the same arm for every slot and retry, every child was a fallback sample and
+    param_mutate never ran (the review of commit 566964e reproduced it)."""
+    from evolution.bandit import make_policy
+    space = get_space("sm90_cutlass")
+    problem = Problem.parse("1024x1024x1024")
+    ops = build_operators([{"name": "param_crossover", "prior": 3.0}, {"name": "param_mutate"}])
+    policy = make_policy("ucb", list(ops), {a: e.prior for a, e in ops.items()})
+    strat = EvolutionStrategy(problem, [space], ops, policy, random.Random(1), size=1, islands=1, offspring=4,
+                              elite=1, seed_fraction=0.0, best_vendor_us=10.0)
+    first = strat.ask(1)
+    strat.tell(first[0], _m(first[0].genome, 20.0))
+    for rnd in range(3):
+        kids = strat.ask(4)
+        assert {k.operator for k in kids} == {"param_mutate"}, (rnd, [k.operator for k in kids])
+        assert policy.stats()["param_crossover"]["pending"] == 0       # its pulls were released
+        for k in kids:
+            strat.tell(k, _m(k.genome, 15.0))
+        assert policy.stats()["param_mutate"]["pending"] == 0
