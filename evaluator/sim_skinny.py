@@ -4,8 +4,8 @@
        + soft_max(streamed DRAM bytes / achievable bandwidth, L2 bytes / L2 bandwidth, mma time) x tail
 
 * achievable bandwidth (Little's law): bytes in flight (resident CTAs x threads x unroll x 32 B
-  per m16 tile, twice that with register double buffering, stages - 1 times with a cp.async ring)
-  over the DRAM latency, capped by the measured HBM bandwidth;
+  per m16 tile, twice that with register double buffering) over the DRAM latency, capped by the
+  measured HBM bandwidth;
 * L2 bytes: every warp re-reads the small operand for its K range (warps side by side along the
   rows read the same lines; they count once per CTA row block);
 * mma time: 2 mma.sync m16n8k16 per 32-wide k chunk per (m16, n8) pair, at `MMA_SYNC_SHARE` of
@@ -64,10 +64,8 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     x_reads = 1 if s_blocks == 1 or x_bytes <= dev.l2_bytes * sp.l2_usable_fraction else s_blocks
     dram_bytes = x_bytes * x_reads + 2.0 * S * K + 2.0 * M * N
     l2_bytes = x_bytes * s_blocks + 2.0 * p["s_tile"] * s_blocks * K * row_blocks
-    # register double buffering (prefetch) keeps the next k chunk's loads in flight too; a cp.async ring
-    # of `stages` groups keeps stages - 1 of them in flight
-    groups = p.get("stages", 0) - 1 if p.get("stages", 0) else 1 + int(p.get("prefetch", 0))
-    inflight = resident * _sk.threads(p) * p["unroll"] * (p["warp_rows"] // 16) * 32.0 * groups
+    # register double buffering (prefetch) keeps the next k chunk's loads in flight too
+    inflight = resident * _sk.threads(p) * p["unroll"] * (p["warp_rows"] // 16) * 32.0 * (1 + int(p.get("prefetch", 0)))
     bandwidth = min(hbm, inflight / DRAM_LATENCY_US)
     t_dram = dram_bytes / bandwidth
     t_l2 = l2_bytes / (hbm * sp.l2_bw_ratio)

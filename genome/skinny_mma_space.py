@@ -1,8 +1,7 @@
 """The search space of the `skinny_mma` family: a streaming mma.sync kernel for skinny GEMMs.
 
 One operand (the one with more rows, "X") is streamed from HBM once with 16-byte loads straight
-into mma.sync m16n8k16 fragments (or, with `stages`, through a per-thread cp.async ring); the other
-("Y", at most `MAX_SMALL_DIM` rows) stays in L2. K is
+into mma.sync m16n8k16 fragments; the other ("Y", at most `MAX_SMALL_DIM` rows) stays in L2. K is
 split over the warps of a CTA and over the CTAs of a thread-block cluster (runtime knob), and the
 partial sums meet in shared and distributed shared memory. Rules keep the register file, shared
 memory and the thread count of a CTA within what an sm_90 SM gives one block.
@@ -34,11 +33,6 @@ PARAMS = (
                                      "(register double buffering)"),
     ParamSpec("cluster_k", (1, 2, 4, 8, 16), kind="runtime",
               doc="CTAs of a thread-block cluster splitting K, reduced over distributed shared memory"),
-    # added in session 24: implicit, so the genomes measured before keep their ids and builds
-    ParamSpec("stages", (0, 2, 3, 4, 6), implicit=True,
-              doc="0: loads straight into registers (prefetch may double-buffer them); N: through a cp.async "
-                  "ring in shared memory, N groups per thread, each read back by the thread that issued it "
-                  "(more bytes in flight, fewer registers)"),
 )
 
 BLOCKS = ("includes", "config", "loads", "mma", "kernel", "launch", "abi")
@@ -47,7 +41,7 @@ BLOCKS = ("includes", "config", "loads", "mma", "kernel", "launch", "abi")
 def registers(p: Mapping[str, Any]) -> int:
     """Estimated registers per thread: loaded X and Y vectors of `unroll` chunks + accumulators."""
     mt, nt = p["warp_rows"] // 16, p["s_tile"] // 8
-    buffers = 2 if p["prefetch"] and not p.get("stages", 0) else 1
+    buffers = 2 if p["prefetch"] else 1
     return buffers * p["unroll"] * (8 * mt + 4 * nt) + 4 * mt * nt + REG_OVERHEAD
 
 
@@ -55,14 +49,8 @@ def threads(p: Mapping[str, Any]) -> int:
     return 32 * p["warps_r"] * p["warps_k"]
 
 
-def ring_bytes(p: Mapping[str, Any]) -> int:
-    """The cp.async ring (`stages` > 0): per thread, `stages` groups of unroll x (2 X + 1 Y per tile) vectors."""
-    vectors = p["unroll"] * (2 * (p["warp_rows"] // 16) + p["s_tile"] // 8)
-    return 16 * p.get("stages", 0) * vectors * threads(p)
-
-
 def smem_bytes(p: Mapping[str, Any]) -> int:
-    return 4 * p["warps_r"] * p["warp_rows"] * p["s_tile"] * p["warps_k"] + ring_bytes(p)
+    return 4 * p["warps_r"] * p["warp_rows"] * p["s_tile"] * p["warps_k"]
 
 
 def _registers(p):
@@ -90,32 +78,12 @@ def _fix_registers(p: Params, rng: random.Random) -> Params:
 
 def _smem(p):
     if smem_bytes(p) > SMEM_BYTES_PER_BLOCK:
-        ring = f" and the cp.async ring {ring_bytes(p) // 1024} KB" if ring_bytes(p) else ""
-        return f"the partial-sum tile{ring} need {smem_bytes(p) // 1024} KB of shared memory (> 227 KB)"
+        return f"the partial-sum tile needs {smem_bytes(p) // 1024} KB of shared memory (> 227 KB)"
     return None
 
 
 def _fix_smem(p: Params, rng: random.Random) -> Params:
-    if p.get("stages", 0) > 2 and ring_bytes(p):
-        p["stages"] = {3: 2, 4: 3, 6: 4}[p["stages"]]
-    elif p.get("stages", 0) and p["unroll"] > 1:
-        p["unroll"] //= 2
-    else:
-        p["warps_k"] = max(1, p["warps_k"] // 2)
-    return p
-
-
-def _ring_or_registers(p):
-    if p.get("stages", 0) and p["prefetch"]:
-        return "prefetch (register double buffering) and a cp.async ring (stages) are two ways of the same thing; one at a time"
-    return None
-
-
-def _fix_ring_or_registers(p: Params, rng: random.Random) -> Params:
-    if rng.random() < 0.5:
-        p["prefetch"] = 0
-    else:
-        p["stages"] = 0
+    p["warps_k"] = max(1, p["warps_k"] // 2)
     return p
 
 
@@ -136,10 +104,7 @@ def _fix_threads(p: Params, rng: random.Random) -> Params:
 RULES = (
     Rule("registers", "unroll x (8 x m16 tiles + 4 x n8 tiles) + accumulators within 255 registers and the SM's file",
          _registers, _fix_registers),
-    Rule("smem-capacity", "warps_k partial tiles of fp32 and the cp.async ring fit in 227 KB of shared memory",
-         _smem, _fix_smem),
-    Rule("ring-or-registers", "stages > 0 (cp.async ring) needs prefetch 0", _ring_or_registers,
-         _fix_ring_or_registers),
+    Rule("smem-capacity", "warps_k partial tiles of fp32 fit in 227 KB of shared memory", _smem, _fix_smem),
     Rule("threads", "at most 16 warps per CTA", _threads, _fix_threads),
 )
 
