@@ -171,8 +171,9 @@ class OperatorPolicy:
         self._learn(arm, r)
 
     def release(self, arm: str) -> None:
-        """A pull of `arm` that will never be rewarded: its child was left out before it was measured
-        (a round cut to its built genomes). A policy that counts pulls in flight stops counting it."""
+        """A pull of `arm` that will never be rewarded: its call gave no new child, or its child was left
+        out before it was measured (a round cut to its built genomes). A policy that counts pulls in
+        flight stops counting it."""
         self._check_arm(arm)
         self._release(arm)
 
