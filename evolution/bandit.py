@@ -172,6 +172,9 @@ class UCBPolicy(_CountingPolicy):
     def _release(self, arm: str) -> None:
         self._pending[arm] = max(0, self._pending[arm] - 1)
 
+    def _hold(self, arm: str) -> None:
+        self._pending[arm] += 1
+
     def probabilities(self) -> dict[str, float]:
         chosen = self._next_arm()
         return {a: (1.0 if a == chosen else 0.0) for a in self.arms}

@@ -177,6 +177,12 @@ class OperatorPolicy:
         self._check_arm(arm)
         self._release(arm)
 
+    def hold(self, arm: str) -> None:
+        """One more child of a pull of `arm` in flight: a call returned several children, and each of
+        them will be told (or released). A policy that counts pulls in flight counts it."""
+        self._check_arm(arm)
+        self._hold(arm)
+
     def probabilities(self) -> dict[str, float]:
         raise NotImplementedError
 
@@ -217,6 +223,9 @@ class OperatorPolicy:
         pass
 
     def _release(self, arm: str) -> None:
+        pass
+
+    def _hold(self, arm: str) -> None:
         pass
 
     def _arm_extra(self, arm: str) -> dict:

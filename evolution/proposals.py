@@ -157,6 +157,10 @@ class OperatorCalls:
                                        child.note, child.meta))
         if not out:  # every child was proposed before: nothing of this pull will be told
             self._release(arm)
+        hold = getattr(self.policy, "hold", None) if len(out) > 1 else None
+        if hold is not None:  # one pull, several children each told: count each in flight
+            for _ in out[1:]:
+                hold(arm)
         return out
 
     def _fallback(self, island: Island) -> "Offspring | None":

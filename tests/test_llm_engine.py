@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from engine_helpers import REPO, cli_env, db_count, fingerprint, small_config
-from evaluator.api import STATUS_COMPILE_FAILED, Measurement
+from evaluator.api import STATUS_COMPILE_FAILED, STATUS_OK, Measurement, Timing
 from evaluator.build_log import log_excerpt
 from evaluator.compile import BuildResult
 from evaluator.pipeline import build_failure
@@ -648,3 +648,23 @@ def test_calls_recorded_under_the_older_keys_are_still_found(tmp_path):
         assert (got.text, got.tokens) == ("recorded", 5) and gateway.prompt_changes == 0
     finally:
         gateway.close()
+
+
+def test_ucb_counts_every_child_of_a_multi_child_call_in_flight(tmp_path):
+    """One pull, three children, each told later: UCB's count of pulls in flight takes all three,
+    so telling them brings it back to zero rather than eating the counts of other pulls (a review
+    of session 24 found the count decremented per child but incremented per pull)."""
+    triple = Triple()
+    ops = {"triple": OperatorEntry("triple", triple, 1.0, "triple")}
+    policy = make_policy("ucb", list(ops))
+    strat = _strategy(ops, policy)
+    _populate(strat)
+    first = strat.ask(1)                     # one call, three children: one handed out, two queued
+    assert len(triple.calls) == 1 and len(strat.queued) == 2
+    assert policy.stats()["triple"]["pending"] == 3
+    second = strat.ask(2)                    # the two queued ones, no call
+    assert len(triple.calls) == 1 and policy.stats()["triple"]["pending"] == 3
+    for child in first + second:
+        strat.tell(child, Measurement(child.genome.id, "1024x1024x1024", STATUS_OK,
+                                      device=Timing(10.0, 10.0, 10.0, 5)))
+    assert policy.stats()["triple"]["pending"] == 0
