@@ -167,7 +167,7 @@ class UCBPolicy(_CountingPolicy):
     def _learn(self, arm: str, reward: float) -> None:
         self._n[arm] += 1.0
         self._s[arm] += reward
-        self._pending[arm] = max(0, self._pending[arm] - 1)
+        self._release(arm)
 
     def _release(self, arm: str) -> None:
         self._pending[arm] = max(0, self._pending[arm] - 1)

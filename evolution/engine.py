@@ -436,16 +436,5 @@ class Engine(StrategyFactory, EngineViews):
             self._rounds.record(now - state.round_told, built=bool(state.round_builds))
         state.round_told = now
         state.stall = 0 if n_new else state.stall + 1
-        policy = getattr(state.strategy, "policy", None)
-        probs: dict[str, float] = {}
-        if policy is not None:
-            probs = dict(policy.probabilities())
-            self.db.log_policy(state.name, state.rounds - 1, self.journal.seq, self.config.selection.policy, probs,
-                               policy.stats(), policy.state_dict())
-        events = getattr(state.strategy, "events", None)
-        for line in list(events or []):
-            self.log(f"{state.name}: {line}")
-        if events:
-            events.clear()
-        self._log_round(state, n_new, reused, failures, probs)
+        self._report_round(state, n_new, reused, failures)
         self._refresh()

@@ -1,6 +1,7 @@
-"""What the engine shows while it runs (a mixin of evolution/engine.py's Engine): one log line per
-round, the session's throughput and GPU utilisation, the progress snapshot, and the lock that keeps
-log lines, progress and callbacks whole when several shapes run side by side."""
+"""What the engine shows while it runs (a mixin of evolution/engine.py's Engine): each round's
+policy state, strategy events and log line, the session's throughput and GPU utilisation, the
+progress snapshot, and the lock that keeps log lines, progress and callbacks whole when several
+shapes run side by side."""
 
 from __future__ import annotations
 
@@ -12,6 +13,22 @@ from .shape_state import ShapeState
 
 class EngineViews:
     """Engine methods for logs, progress and utilisation."""
+
+    def _report_round(self, state: ShapeState, n_new: int, reused: int, failures: int) -> None:
+        """A round told: the policy's state into the database, the strategy's events and the round's
+        line into the log."""
+        policy = getattr(state.strategy, "policy", None)
+        probs: dict[str, float] = {}
+        if policy is not None:
+            probs = dict(policy.probabilities())
+            self.db.log_policy(state.name, state.rounds - 1, self.journal.seq, self.config.selection.policy, probs,
+                               policy.stats(), policy.state_dict())
+        events = getattr(state.strategy, "events", None)
+        for line in list(events or []):
+            self.log(f"{state.name}: {line}")
+        if events:
+            events.clear()
+        self._log_round(state, n_new, reused, failures, probs)
 
     def _log_round(self, state: ShapeState, n_new: int, reused: int, failures: int, probs: dict) -> None:
         best = state.best

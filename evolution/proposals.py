@@ -81,13 +81,17 @@ class OperatorCalls:
         self.never_told.append(arm)
 
     def _release_never_told(self) -> None:
-        """The policy stops counting the pulls of this ask that will never be told as in flight
-        (`release`, optional for a plug-in policy)."""
-        release = getattr(self.policy, "release", None)
+        """The policy stops counting the pulls of this ask that will never be told as in flight."""
         arms, self.never_told = self.never_told, []
-        if release is not None:
-            for arm in arms:
-                release(arm)
+        for arm in arms:
+            self._policy_hook("release", arm)
+
+    def _policy_hook(self, name: str, arm: str) -> None:
+        """The policy's optional bookkeeping of pulls in flight (`release`, `hold`), where it has it
+        (a plug-in policy may not)."""
+        hook = getattr(self.policy, name, None)
+        if hook is not None:
+            hook(arm)
 
     def _run(self, calls: Sequence[_Call]) -> None:
         """Run the planned calls: the LLM arms' side by side on the executor, the others here."""
@@ -157,10 +161,8 @@ class OperatorCalls:
                                        child.note, child.meta))
         if not out:  # every child was proposed before: nothing of this pull will be told
             self._release(arm)
-        hold = getattr(self.policy, "hold", None) if len(out) > 1 else None
-        if hold is not None:  # one pull, several children each told: count each in flight
-            for _ in out[1:]:
-                hold(arm)
+        for _ in out[1:]:  # one pull, several children each told: count each in flight
+            self._policy_hook("hold", arm)
         return out
 
     def _fallback(self, island: Island) -> "Offspring | None":
