@@ -18,6 +18,11 @@ from genome import Problem
 from .sim_device import DeviceSpec, SimBreakdown, SimParams
 from .sim_sm90 import model as sm90_model
 
+# the reduction launch's thread walks the splits one load after another (reduce_splits): at a small M x N,
+# where few threads run, that chain is its time. Fitted to the H200 at 64x64x4096 (128x128 tiles: 7.7 us
+# at 16 splits, 11.2 us at 64); without it the model chose 32-64 splits there, 30-45% slower than 8-16
+REDUCE_LOAD_US = 0.075
+
 
 def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: DeviceSpec) -> SimBreakdown:
     splits = int(params["ksplit"])
@@ -31,6 +36,6 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
                            replace(dev, hbm_tbps=dev.hbm_tbps * scale))
         inner = replace(inner, dram_bytes=inner.dram_bytes + missing)
     moved = (8.0 * splits + 2.0) * problem.m * problem.n
-    reduce_us = sp.launch_us * 0.5 + moved / (sp.hbm_efficiency * dev.hbm_tbps * 1e6)
+    reduce_us = sp.launch_us * 0.5 + moved / (sp.hbm_efficiency * dev.hbm_tbps * 1e6) + splits * REDUCE_LOAD_US
     return replace(inner, total_us=inner.total_us + reduce_us, reduction_us=inner.reduction_us + reduce_us,
                    mode="split_k", dram_bytes=inner.dram_bytes + moved)

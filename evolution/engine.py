@@ -219,7 +219,8 @@ class Engine(StrategyFactory, EngineViews):
             return None
         ratio = self.config.population.family_prune_ratio
         if ratio and len(spaces) > 1:
-            spaces, dropped = prune_families(spaces, problem, self.handpicked, ratio)
+            spaces, dropped = prune_families(spaces, problem, self.handpicked, ratio,
+                                              fit_knobs=self.config.population.fit_knobs)
             if dropped:
                 self.log(f"{problem.name}: left out (the model prices their fastest seed over {ratio:g}x the "
                          "fastest family's): " + ", ".join(f"{f} {t:.1f} us vs {b:.1f}" for f, t, b in dropped))

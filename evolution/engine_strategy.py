@@ -15,7 +15,7 @@ from templates import frozen_params
 from .operators import build_operators
 from .rng import derive_seed
 from .search import StrategyContext, build_strategy
-from .seeding import seeds_for
+from .seeding import fit_shape_knobs, model_order, seeds_for
 from .shape_state import ShapeState
 
 
@@ -40,13 +40,16 @@ class StrategyFactory:
 
         def seeds(limit: int) -> list:
             out: list = []
+            price = model_order(state.problem) if pop.fit_knobs else None
             for space in spaces:
                 solved = state.inputs.solved if state.inputs is not None else {}
+                fit = functools.partial(fit_shape_knobs, problem=state.problem, space=space, price=price) \
+                    if price is not None else None
                 out += seeds_for(state.problem, space, solved if pop.nearest_shapes else {},
                                  self.seed_pool if pop.nearest_shapes else {},
                                  self.handpicked if pop.handpicked else [], pop.nearest_shapes, limit,
                                  order=None if pop.seed_order == "model" else _file_order,
-                                 generalist=pop.seed_generalist)
+                                 generalist=pop.seed_generalist, fit=fit)
             return out
 
         parents = cfg.selection.parents

@@ -9,6 +9,7 @@ depends on files that may have changed since.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import sqlite3
@@ -147,13 +148,61 @@ def model_order(problem: Problem) -> Callable[[Genome], float]:
     return key
 
 
+KNOB_FIT_GAIN = 0.05   # a seed's shape knobs move only where the model prices the move this much faster
+KNOB_FIT_COMBOS = 512  # more combinations of a family's shape knobs than this: one knob at a time
+
+
+def fit_shape_knobs(genome: Genome, problem: Problem, space: SearchSpace, price: Callable[[Genome], float],
+                    min_gain: float = KNOB_FIT_GAIN) -> Genome:
+    """`genome` with its family's shape knobs (`space.shape_knobs`: runtime parameters that divide the
+    work among CTAs, such as a split-K factor) set to the values `price` (the family's simulator
+    model) finds fastest on `problem`, where that is at least `min_gain` faster than its own values;
+    else `genome` unchanged. Only runtime parameters move, so the kernel binary is the same: a seed
+    measured at another shape, or hand-picked with one shape in mind, is timed with the split this
+    shape's wave count wants (a split of 8 that fills 128 SMs at 512x512 makes 200 CTAs at 640x640)."""
+    specs = [space.spec(name) for name in space.shape_knobs]
+    if not specs:
+        return genome
+    base = price(genome)
+    if not math.isfinite(base):
+        return genome
+    best, best_t = genome, base
+
+    def consider(values: Mapping[str, Any]) -> None:
+        nonlocal best, best_t
+        try:
+            candidate = space.validate(Genome.make(genome.family, {**best.param_dict, **values}, genome.patches),
+                                       problem)
+        except ValueError:
+            return
+        t = price(candidate)
+        if t < best_t:
+            best, best_t = candidate, t
+
+    if math.prod(len(spec.choices) for spec in specs) <= KNOB_FIT_COMBOS:
+        for combo in itertools.product(*(spec.choices for spec in specs)):
+            consider(dict(zip((spec.name for spec in specs), combo)))
+    else:
+        for spec in specs:
+            for value in spec.choices:
+                consider({spec.name: value})
+    return best if best_t < (1.0 - min_gain) * base else genome
+
+
+def knob_changes(before: Genome, after: Genome) -> str:
+    """'ksplit 8->4, ...': the parameters that differ between two genomes of one family."""
+    a, b = before.param_dict, after.param_dict
+    return ", ".join(f"{k} {a.get(k)}->{b[k]}" for k in sorted(b) if a.get(k) != b[k])
+
+
 def prune_families(spaces: Sequence[SearchSpace], problem: Problem, handpicked: Sequence[Mapping[str, Any]],
-                   ratio: float, order: "Callable[[Genome], float] | None" = None
+                   ratio: float, order: "Callable[[Genome], float] | None" = None, fit_knobs: bool = False
                    ) -> "tuple[list[SearchSpace], list[tuple[str, float, float]]]":
     """The families worth searching on `problem`: those whose fastest valid hand-picked seed, by
     `order` (default the simulator, `model_order(problem)`), is within `ratio` times the fastest
-    family's. A family with no valid hand-picked seed or no price is kept (nothing says it is
-    slow). Returns (kept spaces, [(family, its best price, the best price)] of those left out)."""
+    family's; with `fit_knobs`, each seed priced with its shape knobs fitted (`fit_shape_knobs`), as
+    the seeds are taken. A family with no valid hand-picked seed or no price is kept (nothing says it
+    is slow). Returns (kept spaces, [(family, its best price, the best price)] of those left out)."""
     rank = order or model_order(problem)
     best: dict[str, float] = {}
     for space in spaces:
@@ -165,7 +214,10 @@ def prune_families(spaces: Sequence[SearchSpace], problem: Problem, handpicked: 
                 continue
             if genome.family == space.family and fits(genome, problem, space.tile_axes) and \
                     space.is_valid(genome, problem):
-                prices.append(rank(space.normalise(genome)))
+                genome = space.normalise(genome)
+                if fit_knobs:
+                    genome = fit_shape_knobs(genome, problem, space, rank)
+                prices.append(rank(genome))
         finite = [p for p in prices if math.isfinite(p)]
         if finite:
             best[space.family] = min(finite)
@@ -223,7 +275,8 @@ def generalist_scores(problem: Problem, external: Mapping[str, Sequence[Mapping[
 def seeds_for(problem: Problem, space: SearchSpace, solved: Mapping[str, Sequence[Genome]],
               external: Mapping[str, Sequence[Mapping[str, Any]]], handpicked: Sequence[Mapping[str, Any]],
               k_shapes: int, limit: int, order: "Callable[[Genome], float] | None" = None,
-              generalist: bool = False) -> list[tuple[Genome, str, str]]:
+              generalist: bool = False, fit: "Callable[[Genome], Genome] | None" = None
+              ) -> list[tuple[Genome, str, str]]:
     """Up to `limit` distinct genomes valid for `problem`, as (genome, origin, note): the halls of
     fame of the nearest solved shapes (this campaign's first on ties) and, alternating with them
     from the head of the list, hand-picked ones (at least a quarter of the slots where there are
@@ -231,20 +284,35 @@ def seeds_for(problem: Problem, space: SearchSpace, solved: Mapping[str, Sequenc
     simulator model, so that a small population starts from the seeds the model prices fastest
     for this shape rather than from the first files), stable on ties. With `generalist`, the
     family's best generalist of the measured pools (`generalist_scores`) leads the genomes from
-    other shapes."""
+    other shapes. With `fit` (e.g. `fit_shape_knobs` bound to the shape and the model), every seed
+    is taken with its shape knobs as `fit` sets them, and its note says what moved, except those
+    measured at this very shape (a `seed_from` result or an earlier run of it): their knobs stand."""
     seen: set[str] = set()
+    moved: dict[str, str] = {}
 
-    def valid(genome: Genome) -> "Genome | None":
+    def valid(genome: Genome, refit: bool = True) -> "Genome | None":
         if genome.family != space.family:
             return None
         try:
             genome = space.validate(genome, problem)
         except ValueError:
             return None
+        change = ""
+        if fit is not None and refit:
+            fitted = fit(genome)
+            if fitted.id != genome.id:
+                change, genome = knob_changes(genome, fitted), fitted
         if genome.id in seen:
             return None
         seen.add(genome.id)
+        if change:
+            moved[genome.id] = change
         return genome
+
+    def noted(item: tuple[Genome, str, str]) -> tuple[Genome, str, str]:
+        genome, origin, note = item
+        return (genome, origin, f"{note}; knobs fitted to the shape: {moved[genome.id]}") if genome.id in moved \
+            else item
 
     pools: dict[str, list[tuple[Genome, str]]] = {}
     for name, genomes in solved.items():
@@ -272,7 +340,7 @@ def seeds_for(problem: Problem, space: SearchSpace, solved: Mapping[str, Sequenc
             for name, dist in near:
                 if rank < len(pools[name]):
                     genome, origin = pools[name][rank]
-                    g = valid(genome)
+                    g = valid(genome, refit=name != problem.name)   # knobs measured at this shape stand
                     if g is not None:
                         near_seeds.append((g, origin, f"hall of fame #{rank + 1} of {name} (distance {dist:.2f})"))
     picked: list[tuple[Genome, str, str]] = []
@@ -300,4 +368,4 @@ def seeds_for(problem: Problem, space: SearchSpace, solved: Mapping[str, Sequenc
     out += near_part[short:] + picked_part[short:]
     if len(out) < limit:  # room left: more of the nearest shapes' genomes
         out += near_seeds[len(near_part):][:limit - len(out)]
-    return out
+    return [noted(item) for item in out]

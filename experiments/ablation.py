@@ -12,8 +12,9 @@ evaluations until the best-so-far reached 95% of that run's final best (speedup 
 and 95% of the best any run found for the shape. Per strategy: the geometric mean over shapes of
 the best speedup (mean +- std over seeds), and those evaluation counts (mean over shapes and
 seeds). Warm starts and seed_from are switched off so every run starts from nothing but its seed,
-and the hand-picked seeds keep their file order (population.seed_order: file): ordered by the
-simulator's own model they would hand every strategy the simulator's best genomes at once.
+and the hand-picked seeds keep their file order and their own knobs (population.seed_order: file,
+fit_knobs: false): ordered or fitted by the simulator's own model they would hand every strategy the
+simulator's best genomes at once.
 
     evogemm ablate experiments/campaigns/quickstart.yaml --seeds 5 --out runs/ablation
     python -m experiments.ablation CAMPAIGN.yaml --seeds 5 --out DIR
@@ -62,6 +63,7 @@ def run_one(campaign: str, strategy: str, seed: int, policy: str, folder: str, b
     overrides: dict[str, Any] = {"seed": seed, "evaluator.backend": "simulator", "evaluator.options": {},
                                  "evaluator.timing": {}, "selection.warm_start": None,
                                  "seed_from": [], "population.seed_order": "file",
+                                 "population.fit_knobs": False,
                                  **variant_overrides(strategy, policy, base.selection.policy)}
     if budget is not None:
         overrides["budget"] = {"evaluations_per_shape": budget}

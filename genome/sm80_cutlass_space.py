@@ -159,6 +159,7 @@ def make_space() -> SearchSpace:
         shape_rules=SHAPE_RULES,
         normalisers=(_normalise_splits,),
         blocks=BLOCKS,
+        shape_knobs=("splits",),
         description="CUTLASS 2.x GemmUniversal (mma.sync, cp.async multistage, parallel split-K, alignments 1-8) "
                     "on sm_90",
     )

@@ -324,5 +324,6 @@ def make_space() -> SearchSpace:
         shape_rules=SHAPE_RULES,
         normalisers=(_normalise_runtime,),
         blocks=BLOCKS,
+        shape_knobs=("splits", "decomposition", "reduction"),
         description="CUTLASS 3.x CollectiveBuilder GEMM for sm_90a (TMA + WGMMA, warp-specialised)",
     )

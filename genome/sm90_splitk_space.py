@@ -51,7 +51,7 @@ def make_space() -> SearchSpace:
         Rule("persistent-scheduler", "the persistent scheduler (the split is a batch)", _persistent,
              _fix_persistent),)
     params = _sm90.derived_params(base.params, fixed=_sm90.AUTO_EPILOGUE_TILE)
-    return replace(base, family=FAMILY, params=(*params, KSPLIT), rules=rules,
+    return replace(base, family=FAMILY, params=(*params, KSPLIT), rules=rules, shape_knobs=("ksplit",),
                    shape_rules=(ShapeRule("even-split", "K a multiple of 8 x ksplit, N a multiple of 8",
                                           _even_split),),
                    description="sm90_cutlass with K split into a batch of fp32 partial sums and a reduction "

@@ -118,7 +118,7 @@ def test_new_shapes_are_seeded_from_the_nearest_solved_shape(tmp_path):
     assert [n for n, _ in nearest_shapes(Problem.parse(near), [far, a], 2)] == [a, far]
     data = small_config(shapes=[a, far, near], population={"size": 6, "islands": 2, "offspring": 3, "elite": 1,
                                                            "migration_size": 1, "nearest_shapes": 1,
-                                                           "handpicked": False})
+                                                           "handpicked": False, "fit_knobs": False})
     result, _ = run(tmp_path / "c", data)
     hof_a = [e["genome"]["id"] for e in json.loads((tmp_path / "c/hall_of_fame" / f"{a}.json").read_text())]
     seeded = rows(tmp_path / "c", "SELECT genome_id, operator, note FROM proposals WHERE problem=? AND round=0 "
@@ -169,7 +169,7 @@ def test_seed_from_an_evogemm_bench_result(tmp_path):
             [(genomes[1].id, 7.0), (genomes[3].id, 8.0), (genomes[0].id, 9.0)]   # passed the gate, fastest first
     data = small_config(shapes=["1024x2048x1024"], seed_from=[str(tmp_path / "b" / "bench.json")],
                         population={"size": 6, "islands": 2, "offspring": 3, "elite": 1, "migration_size": 1,
-                                    "seed_fraction": 1.0})
+                                    "seed_fraction": 1.0, "fit_knobs": False})
     run(tmp_path / "c", data)
     ops = rows(tmp_path / "c", "SELECT operator, genome_id FROM proposals WHERE round=0 ORDER BY seq")
     assert [g for op, g in ops if op == "seed_from"][:1] == [genomes[1].id]
