@@ -40,7 +40,7 @@ class StrategyFactory:
 
         def seeds(limit: int) -> list:
             out: list = []
-            price = model_order(state.problem) if pop.fit_knobs else None
+            price = model_order(state.problem, plugins.families) if pop.fit_knobs else None
             for space in spaces:
                 solved = state.inputs.solved if state.inputs is not None else {}
                 fit = functools.partial(fit_shape_knobs, problem=state.problem, space=space, price=price) \

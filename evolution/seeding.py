@@ -134,11 +134,12 @@ def read_seed_pool(campaign_dir: "str | Path", per_shape: int = 8) -> dict[str, 
     return pool
 
 
-def model_order(problem: Problem) -> Callable[[Genome], float]:
+def model_order(problem: Problem, families: Any = None) -> Callable[[Genome], float]:
     """A sort key for hand-picked genomes: the analytic simulator's time of the genome on
-    `problem` (its family's model; a genome no model covers sorts last, in its file order)."""
+    `problem` (its family's model; a genome no model covers sorts last, in its file order).
+    `families`: the campaign's family registry, plug-in families included (default: built-in)."""
     from evaluator.simulator import SimulatedEvaluator
-    sim = SimulatedEvaluator()
+    sim = SimulatedEvaluator(families=families)
 
     def key(genome: Genome) -> float:
         try:
@@ -289,8 +290,14 @@ def seeds_for(problem: Problem, space: SearchSpace, solved: Mapping[str, Sequenc
     measured at this very shape (a `seed_from` result or an earlier run of it): their knobs stand."""
     seen: set[str] = set()
     moved: dict[str, str] = {}
+    measured_here: set[str] = set()   # genomes measured at this very shape: their knobs stand
+    for item in external.get(problem.name, ()):
+        try:
+            measured_here.add(space.validate(Genome.from_dict(item["genome"]), problem).id)
+        except (KeyError, ValueError, TypeError):
+            continue
 
-    def valid(genome: Genome, refit: bool = True) -> "Genome | None":
+    def valid(genome: Genome) -> "Genome | None":
         if genome.family != space.family:
             return None
         try:
@@ -298,8 +305,10 @@ def seeds_for(problem: Problem, space: SearchSpace, solved: Mapping[str, Sequenc
         except ValueError:
             return None
         change = ""
-        if fit is not None and refit:
+        if fit is not None and genome.id not in measured_here:
             fitted = fit(genome)
+            if fitted.id in measured_here:
+                return None   # it is a genome measured here: it comes with its own origin and rank
             if fitted.id != genome.id:
                 change, genome = knob_changes(genome, fitted), fitted
         if genome.id in seen:
@@ -340,7 +349,7 @@ def seeds_for(problem: Problem, space: SearchSpace, solved: Mapping[str, Sequenc
             for name, dist in near:
                 if rank < len(pools[name]):
                     genome, origin = pools[name][rank]
-                    g = valid(genome, refit=name != problem.name)   # knobs measured at this shape stand
+                    g = valid(genome)
                     if g is not None:
                         near_seeds.append((g, origin, f"hall of fame #{rank + 1} of {name} (distance {dist:.2f})"))
     picked: list[tuple[Genome, str, str]] = []

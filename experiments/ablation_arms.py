@@ -116,7 +116,8 @@ def campaign_dict(seed: int, variant: str, budget: int, shapes: Sequence[str], c
     return {"name": f"arms-{variant}-s{seed}", "seed": seed, "shapes": list(shapes),
             "budget": {"evaluations_per_shape": budget},
             "population": {"size": 12, "islands": 2, "offspring": 6, "migration_interval": 3,
-                           "migration_size": 2, "elite": 2, "seed_fraction": 0.5 if seeded else 0.0},
+                           "migration_size": 2, "elite": 2, "seed_fraction": 0.5 if seeded else 0.0,
+                           "fit_knobs": False},   # the simulator's own model must not fit the seeds
             "operators": operators,
             "selection": {"policy": sel["policy"], "params": dict(sel["params"]), "reward": sel["reward"],
                           "failure_reward": sel["failure_reward"], "warm_start_weight": sel["warm_start_weight"],

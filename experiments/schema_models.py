@@ -65,8 +65,8 @@ class Population(Strict):
         "model", description="order of the hand-picked seeds: by the family's simulator model for the shape "
                              "(fastest first), or as the files are named")
     fit_knobs: bool = Field(
-        True, description="take every seed with its family's shape knobs (split-K factors, K split over a "
-        "cluster: runtime parameters, the same binary) set to what the family's simulator model prices "
+        True, description="take every seed with its family's shape knobs (split-K factors, stream-K "
+        "decomposition: runtime parameters, the same binary) set to what the family's simulator model prices "
         "fastest for the shape, where that is at least 5% faster than the seed's own values")
     nearest_shapes: int = Field(3, ge=0, description="solved shapes whose hall of fame seeds a new shape")
     seed_generalist: bool = Field(

@@ -89,7 +89,7 @@ class SearchSpace:
     # the problem dimensions the parameters tile_m and tile_n walk, where the family has them:
     # ("n", "m") for a kernel that computes C^T (sm90_swapab)
     tile_axes: tuple[str, str] = ("m", "n")
-    # runtime parameters that divide the work among CTAs (split-K factors, K split over a cluster):
+    # runtime parameters that divide the work among CTAs (split-K factors, stream-K decomposition):
     # their best values follow the shape's wave count more than the kernel, so a seed's values are set
     # for the shape by the family's simulator model (evolution/seeding.py, population.fit_knobs)
     shape_knobs: tuple[str, ...] = ()

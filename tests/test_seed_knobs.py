@@ -89,15 +89,18 @@ def test_seeds_come_fitted_with_a_note_and_pruning_prices_them_fitted():
                       order=price)
     assert sorted(g["ksplit"] for g, _, _ in plain) == [8, 8, 16]
     assert all("fitted" not in note for _, _, note in plain)
-    # knobs measured at this very shape stand; its seed keeps its note, and the fitted twin of another
-    # seed is then the same genome: one seed
+    # knobs measured at this very shape stand, also for the same genome coming from another shape; and
+    # a fitted twin that is a genome measured here is that seed, with its own origin and note
     measured = lambda g: {"640x640x12288": [{"genome": g.to_dict(), "time_us": 30.0}]}   # noqa: E731 - seed_from
     here = seeds_for(problem, space, {"512x512x16384": [splitk(8)]}, measured(splitk(8)), [],
                      k_shapes=3, limit=3, fit=fit)
-    assert [g["ksplit"] for g, _, _ in here] == [8, 4] and "fitted" not in here[0][2] and "fitted" in here[1][2]
+    assert [g["ksplit"] for g, _, _ in here] == [8] and "fitted" not in here[0][2]
+    here = seeds_for(problem, space, {"512x512x16384": [splitk(8, tile_n=64)]}, measured(splitk(8)), [],
+                     k_shapes=3, limit=3, fit=fit)
+    assert [(g["tile_n"], g["ksplit"]) for g, _, _ in here] == [(128, 8), (64, 4)] and "fitted" in here[1][2]
     same = seeds_for(problem, space, {"512x512x16384": [splitk(8)]}, measured(splitk(4)), [],
                      k_shapes=3, limit=3, fit=fit)
-    assert [g["ksplit"] for g, _, _ in same] == [4] and "fitted" not in same[0][2]
+    assert [(g["ksplit"], origin) for g, origin, _ in same] == [(4, "seed_from")] and "fitted" not in same[0][2]
     # two seeds that differ only in the knob become one seed
     twins = seeds_for(problem, space, {"512x512x16384": [splitk(8), splitk(2)]}, {}, [], k_shapes=3, limit=3,
                       fit=fit)
@@ -123,3 +126,64 @@ def test_campaigns_fit_by_default_and_the_simulator_ablations_do_not(tmp_path):
     from experiments.schema import load_campaign
     run_one("experiments/campaigns/quickstart.yaml", "evolution_rl", 0, "thompson", str(tmp_path / "abl"), budget=2)
     assert load_campaign(tmp_path / "abl" / "campaign.yaml").population.fit_knobs is False
+
+
+def test_a_campaign_recorded_before_fit_knobs_existed_resumes_without_it(tmp_path):
+    """Its first seeds were taken with their own knobs: a resume (and an extend) keeps it so, where the
+    new default would pick other seeds and stop the replay."""
+    import yaml
+    from evolution.db import CampaignDB
+    from experiments.campaign import create_campaign, run_campaign
+    from experiments.campaign_changes import extend_campaign
+    from experiments.campaign_folder import open_campaign
+    from experiments.progress import SilentProgress
+    data = {"name": "old", "seed": 3, "shapes": ["640x640x12288"], "families": ["sm90_splitk"],
+            "evaluator": {"backend": "simulator"}, "budget": {"evaluations_per_shape": 6},
+            "population": {"size": 2, "islands": 1, "offspring": 1, "elite": 1, "migration_size": 1}}
+    folder = tmp_path / "c"
+    create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
+    db = CampaignDB(folder / "campaign.db")
+    stored = db.get_meta("config")
+    assert stored["population"]["fit_knobs"] is True
+    del stored["population"]["fit_knobs"]                                   # as recorded before session 25
+    db.set_meta({"config": stored})
+    db.close()
+    (folder / "campaign.yaml").write_text(yaml.safe_dump(stored, sort_keys=False))
+    config, db = open_campaign(folder)
+    db.close()
+    assert config.population.fit_knobs is False
+    run_campaign(folder, progress=SilentProgress(), mode="run", plots=False)
+    extend_campaign(folder, evaluations=2)
+    config, db = open_campaign(folder)
+    assert config.population.fit_knobs is False and db.get_meta("config")["population"]["fit_knobs"] is False
+    db.close()
+    run_campaign(folder, progress=SilentProgress(), mode="resume", plots=False)
+
+
+def test_a_campaign_takes_its_first_seeds_fitted_and_says_so(tmp_path):
+    import sqlite3
+    from experiments.campaign import create_campaign, run_campaign
+    from experiments.progress import SilentProgress
+
+    def first_round(fit: bool) -> list[tuple[str, str]]:
+        data = {"name": "fit", "seed": 1, "shapes": ["640x640x12288"], "families": ["sm90_splitk"],
+                "evaluator": {"backend": "simulator"}, "budget": {"evaluations_per_shape": 6},
+                "population": {"size": 4, "islands": 1, "offspring": 1, "elite": 1, "migration_size": 1,
+                               "seed_fraction": 1.0, "fit_knobs": fit}}
+        folder = tmp_path / f"c{int(fit)}"
+        create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
+        run_campaign(folder, progress=SilentProgress(), mode="run", plots=False)
+        conn = sqlite3.connect(str(folder / "campaign.db"))
+        try:
+            rows = conn.execute("SELECT p.note, g.json FROM proposals p JOIN genomes g ON g.id = p.genome_id "
+                                "WHERE p.round = 0 AND p.operator = 'handpicked' ORDER BY p.seq").fetchall()
+        finally:
+            conn.close()
+        return [(note, Genome.from_json(js)["ksplit"]) for note, js in rows]
+
+    on, off = first_round(True), first_round(False)
+    assert on and off
+    assert any("knobs fitted to the shape: ksplit" in note for note, _ in on)
+    assert not any("fitted" in note for note, _ in off)
+    # the split the model prices fastest here (25 tiles of 128x128: 4 splits, 100 CTAs) leads the fitted seeds
+    assert on[0][1] != off[0][1] or "fitted" in on[0][0]
