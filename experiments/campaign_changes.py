@@ -16,7 +16,6 @@ from evolution.db import CampaignDB
 from .schema import parse_campaign
 
 from .campaign_folder import (BUDGET_REASONS, CONFIG_FILE, DB_FILE, CampaignRefused, config_history, now_stamp,
-                              settings_as_created,
                               open_folder, refuse_if_running, write_config_file)
 
 
@@ -47,7 +46,7 @@ def switch_backend(folder: Path, db: CampaignDB, config: Any, backend: str) -> "
             f"new campaign from the same settings: "
             f"evogemm run {folder / CONFIG_FILE} --out NEW_DIR --backend {backend}")
     stored = db.get_meta("config")
-    data = json.loads(json.dumps(settings_as_created(stored)))
+    data = json.loads(json.dumps(stored))
     data.setdefault("evaluator", {})["backend"] = backend
     new_config = parse_campaign(data, base_dir=folder, source=str(folder / DB_FILE), stored=True)
     t, at = now_stamp()
@@ -117,7 +116,7 @@ def extend_campaign(folder: "str | Path", evaluations: "int | None" = None, wall
                 if budget.get(key) is None:
                     raise CampaignRefused(f"{folder}: budget.{key} is not set (no limit), so there is none to raise")
                 changes[f"budget.{key}"] = [budget[key], budget[key] + float(asked[key])]
-        data = json.loads(json.dumps(settings_as_created(stored)))
+        data = json.loads(json.dumps(stored))
         for key, (_, new) in changes.items():
             data["budget"][key.split(".", 1)[1]] = new
         new_config = parse_campaign(data, base_dir=folder, source=str(folder / DB_FILE), stored=True)

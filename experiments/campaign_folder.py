@@ -170,7 +170,7 @@ def open_folder(folder: "str | Path") -> "tuple[Any, CampaignDB, str | None]":
         try:
             data = db.get_meta("config")
             if data is not None:
-                config = parse_campaign(settings_as_created(data), base_dir=folder, source=str(db_path), stored=True)
+                config = parse_campaign(data, base_dir=folder, source=str(db_path), stored=True)
                 check_config_file(folder, db, config)
                 return config, db, None
         except sqlite3.DatabaseError as exc:
@@ -228,17 +228,6 @@ def config_history(db: CampaignDB) -> list[dict]:
     return list(db.get_meta("extensions") or []) + list(db.get_meta("backend_changes") or [])
 
 
-def settings_as_created(stored: Any) -> Any:
-    """A campaign's recorded settings with the defaults it was created under: one recorded before
-    `population.fit_knobs` existed (session 25) took its seeds' knobs as they were, so it resumes so."""
-    if not isinstance(stored, Mapping) or not isinstance(stored.get("population", {}), Mapping):
-        return stored
-    population = dict(stored.get("population") or {})
-    if "fit_knobs" in population:
-        return stored
-    return {**stored, "population": {**population, "fit_knobs": False}}
-
-
 def check_config_file(folder: "str | Path", db: CampaignDB, config: Any = None) -> None:
     """Refuse (CampaignEdited) when campaign.yaml says something else than the settings the database
     recorded. A missing campaign.yaml is written again; one left behind by an interrupted
@@ -247,8 +236,7 @@ def check_config_file(folder: "str | Path", db: CampaignDB, config: Any = None) 
     path = folder / CONFIG_FILE
     stored = db.get_meta("config")
     if config is None:
-        config = parse_campaign(settings_as_created(stored), base_dir=folder, source=str(folder / DB_FILE),
-                                stored=True)
+        config = parse_campaign(stored, base_dir=folder, source=str(folder / DB_FILE), stored=True)
     if not path.exists():
         write_config_file(folder, config, config_history(db))
         return

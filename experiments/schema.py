@@ -196,6 +196,15 @@ def format_errors(exc: ValidationError, data: Any = None, lines: "Mapping[str, i
     return _format_errors(exc, CampaignConfig, data, lines)
 
 
+def _as_created(stored: Mapping[str, Any]) -> dict:
+    """A recorded campaign's settings with the defaults it was created under: one recorded before
+    `population.fit_knobs` existed (session 25) took its seeds' knobs as they were, and resumes so."""
+    population = stored.get("population")
+    if population is None or (isinstance(population, Mapping) and "fit_knobs" not in population):
+        return {**stored, "population": {**(population or {}), "fit_knobs": False}}
+    return dict(stored)
+
+
 def parse_campaign(data: Any, base_dir: "str | Path | None" = None, source: "str | None" = None,
                    text: "str | None" = None, stored: bool = False) -> CampaignConfig:
     """Validate a campaign given as a dict; raise CampaignError with readable lines. `stored`:
@@ -205,7 +214,7 @@ def parse_campaign(data: Any, base_dir: "str | Path | None" = None, source: "str
                              f"{type(data).__name__}"], source)
     context = {"base_dir": str(base_dir) if base_dir else None, "stored": stored, "plugins": new_plugins()}
     try:
-        return CampaignConfig.model_validate(dict(data), context=context)
+        return CampaignConfig.model_validate(_as_created(data) if stored else dict(data), context=context)
     except ValidationError as exc:
         lines = yaml_lines(text) if text else None
         raise CampaignError(format_errors(exc, data, lines), source) from None

@@ -187,3 +187,16 @@ def test_a_campaign_takes_its_first_seeds_fitted_and_says_so(tmp_path):
     assert not any("fitted" in note for note, _ in off)
     # the split the model prices fastest here (25 tiles of 128x128: 4 splits, 100 CTAs) leads the fitted seeds
     assert on[0][1] != off[0][1] or "fitted" in on[0][0]
+
+
+def test_many_shape_knobs_are_fitted_one_at_a_time_from_the_best_so_far():
+    space = dataclasses.replace(REG.space("sm90_cutlass"),
+                                shape_knobs=("raster", "swizzle", "splits", "decomposition", "reduction"))
+    assert __import__("math").prod(len(space.spec(k).choices) for k in space.shape_knobs) > 512
+    problem = Problem(4096, 4096, 4096)
+    seed = space.validate(Genome.make("sm90_cutlass", dict(space.default_params(), raster="heuristic", swizzle=1,
+                                                           schedule="pingpong", tile_m=128, tile_n=128)),
+                          problem)
+    price = lambda g: 100.0 - 10.0 * (g["raster"] == "along_m") - 10.0 * (g["swizzle"] == 8)   # noqa: E731
+    fitted = fit_shape_knobs(seed, problem, space, price)
+    assert (fitted["raster"], fitted["swizzle"]) == ("along_m", 8)
