@@ -1,6 +1,7 @@
 """The simulator model of the `sm90_splitk` family: the sm90_cutlass model of a problem with the
 same tiles and per-tile work (M rounded up to the tile, x ksplit rows; K / ksplit deep), plus the
-reduction launch (fp32 partial sums written, read back, fp16 C written).
+reduction launch (fp32 partial sums written, read back, fp16 C written; its chain of loads per thread
+shorter with the grouped reduction, its launch cheaper with pdl).
 
 Each split reads its own K-slice of W, so the operands leave DRAM once in full (2MK + 2NK bytes),
 where the stacked problem holds one slice of W that all its rows share (2NK / ksplit): the model is
@@ -22,6 +23,18 @@ from .sim_sm90 import model as sm90_model
 # where few threads run, that chain is its time. Fitted to the H200 at 64x64x4096 (128x128 tiles: 7.7 us
 # at 16 splits, 11.2 us at 64); without it the model chose 32-64 splits there, 30-45% slower than 8-16
 REDUCE_LOAD_US = 0.075
+# pdl (the reduction a programmatic dependent launch of the GEMM): the median saving over 32 pairs at ten
+# split-K shapes on the H200, from -1.3 us (cooperative 128x128 tiles at 512x512, 8 splits) to +1.0 us
+# (docs/results/h200-splitk-launch)
+PDL_SAVED_US = 0.23
+
+
+def reduce_groups(m: int, n: int, splits: int, n_sms: int) -> int:
+    """Threads to a quad of C in the grouped reduction: templates/sm90_splitk's reduce_groups."""
+    quads, groups = m * n // 4, 1
+    while groups < 32 and groups * 2 <= splits and quads * groups < n_sms * 64:
+        groups *= 2
+    return groups
 
 
 def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: DeviceSpec) -> SimBreakdown:
@@ -36,6 +49,8 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
                            replace(dev, hbm_tbps=dev.hbm_tbps * scale))
         inner = replace(inner, dram_bytes=inner.dram_bytes + missing)
     moved = (8.0 * splits + 2.0) * problem.m * problem.n
-    reduce_us = sp.launch_us * 0.5 + moved / (sp.hbm_efficiency * dev.hbm_tbps * 1e6) + splits * REDUCE_LOAD_US
+    groups = reduce_groups(problem.m, problem.n, splits, dev.n_sms) if params.get("reduce") == "grouped" else 1
+    launch_us = sp.launch_us * 0.5 - (PDL_SAVED_US if int(params.get("pdl", 0)) else 0.0)
+    reduce_us = launch_us + moved / (sp.hbm_efficiency * dev.hbm_tbps * 1e6) + -(-splits // groups) * REDUCE_LOAD_US
     return replace(inner, total_us=inner.total_us + reduce_us, reduction_us=inner.reduction_us + reduce_us,
                    mode="split_k", dram_bytes=inner.dram_bytes + moved)

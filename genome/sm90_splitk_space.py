@@ -20,6 +20,14 @@ FAMILY = "sm90_splitk"
 KSPLIT = ParamSpec("ksplit", (2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64), kind="runtime",
                    doc="K split into this many batches of fp32 partial sums, added by a second launch")
 
+PDL = ParamSpec("pdl", (0, 1), kind="compile", implicit=True,
+                doc="launch the reduction as a programmatic dependent launch: its launch overlaps the GEMM's "
+                    "epilogue, and it waits for the GEMM's results on the device")
+REDUCE = ParamSpec("reduce", ("serial", "grouped"), kind="compile", ordered=False, implicit=True,
+                   doc="the reduction's threads: one a quad of C walking every split (serial), or up to 32 a quad "
+                       "each adding every n-th split, combined by warp shuffles (grouped: more loads in flight "
+                       "at a small M x N)")
+
 
 def knobs(params: Mapping[str, Any]) -> list[int]:
     return [*_sm90.knobs(params), int(params["ksplit"])]
@@ -51,7 +59,7 @@ def make_space() -> SearchSpace:
         Rule("persistent-scheduler", "the persistent scheduler (the split is a batch)", _persistent,
              _fix_persistent),)
     params = _sm90.derived_params(base.params, fixed=_sm90.AUTO_EPILOGUE_TILE)
-    return replace(base, family=FAMILY, params=(*params, KSPLIT), rules=rules, shape_knobs=("ksplit",),
+    return replace(base, family=FAMILY, params=(*params, KSPLIT, PDL, REDUCE), rules=rules, shape_knobs=("ksplit",),
                    shape_rules=(ShapeRule("even-split", "K a multiple of 8 x ksplit, N a multiple of 8",
                                           _even_split),),
                    description="sm90_cutlass with K split into a batch of fp32 partial sums and a reduction "

@@ -167,6 +167,28 @@ def test_sm90_splitk_splits_k_evenly_into_a_batch_and_reduces_in_fp32():
     assert src.count("int evogemm_run(") == 1 and "KernelTmaWarpSpecialized" in src
 
 
+def test_sm90_splitk_reduction_launch_variants_render_only_when_asked():
+    """pdl: the GEMM built with grid-dependency control, the reduction launched as its programmatic
+    dependent and waiting on the device; reduce grouped: up to 32 threads a quad, shuffles. Both implicit:
+    the default genome keeps its id and its source (every earlier build stays valid)."""
+    fam = FAMILIES.resolve("sm90_splitk")
+    g = fam.seeds()[0][1]
+    assert "pdl" not in g.param_dict and "reduce" not in g.param_dict
+    plain = render(g, FAMILIES).source
+    assert "CUTLASS_ENABLE_GDC_FOR_SM90" not in plain and "griddepcontrol" not in plain
+    assert "reduce_splits_grouped" not in plain and "reduce_splits<<<" in plain
+    assert fam.space.validate(g.with_params(pdl=0, reduce="serial")).id == g.id
+    pdl = render(g.with_params(pdl=1), FAMILIES).source
+    assert pdl.index("#define CUTLASS_ENABLE_GDC_FOR_SM90 1") < pdl.index('#include "cutlass/cutlass.h"')
+    assert "griddepcontrol.wait" in pdl and "cudaLaunchAttributeProgrammaticStreamSerialization" in pdl
+    assert "reduce_splits<<<" not in pdl
+    grouped = render(g.with_params(reduce="grouped"), FAMILIES).source
+    assert "reduce_splits_grouped<<<" in grouped and "griddepcontrol" not in grouped
+    both = render(g.with_params(pdl=1, reduce="grouped"), FAMILIES).source
+    assert "cudaLaunchKernelEx(&config, reduce_splits_grouped" in both and both.count("griddepcontrol.wait") == 2
+    assert fam.knob_vector(g.with_params(pdl=1, reduce="grouped")) == fam.knob_vector(g)   # compile-time only
+
+
 def test_a_first_population_smaller_than_the_seeds_holds_every_familys_seeds():
     from evolution.evolve import _round_robin_by_family
     seeds = [(g, "seed", n) for fam in ("sm90_cutlass", "skinny_mma") for n, g in FAMILIES.resolve(fam).seeds()]
@@ -318,3 +340,22 @@ def test_splitk_model_reads_all_of_w_once_whatever_the_split():
         for _, g in fam.seeds():
             if fam.space.is_valid(g, shape):
                 assert simulate_time_us(g, shape, families=FAMILIES) >= floor_us, (g.short(), shape)
+
+
+def test_splitk_model_prices_the_reduction_launch_variants():
+    """pdl saves a fixed part of the reduction's launch; the grouped reduction shortens each thread's chain
+    of loads only where C has few quads (64x64: 16 threads a quad with 16 splits), and is one thread a quad,
+    the serial reduction's time, at 512x512."""
+    from evaluator.sim_splitk import PDL_SAVED_US, reduce_groups
+    fam = FAMILIES.resolve("sm90_splitk")
+    g = fam.seeds()[0][1]
+    assert [reduce_groups(64, 64, s, 132) for s in (1, 3, 5, 16, 64)] == [1, 2, 4, 16, 16]
+    assert reduce_groups(512, 512, 8, 132) == 1 and reduce_groups(125, 264, 8, 132) == 2
+    for shape, ksplit in ((Problem(64, 64, 4096), 16), (Problem(512, 512, 16384), 8)):
+        t = {v: simulate_time_us(fam.space.validate(g.with_params(ksplit=ksplit, **p)), shape, families=FAMILIES)
+             for v, p in (("serial", {}), ("pdl", {"pdl": 1}), ("grouped", {"reduce": "grouped"}))}
+        assert t["serial"] - t["pdl"] == pytest.approx(PDL_SAVED_US)
+        if shape.m == 64:
+            assert t["serial"] - t["grouped"] > 0.5      # 16 loads a thread in place of one
+        else:
+            assert t["grouped"] == pytest.approx(t["serial"])

@@ -64,6 +64,35 @@ def subtile_genomes() -> list:
     return [FAMILIES.resolve(f).space.validate(Genome.make(f, {**base, **p})) for f, p in cases]
 
 
+def splitk_launch_genomes() -> list:
+    """sm90_splitk's reduction launch variants (pdl, grouped reduce) of its first seed."""
+    fam = FAMILIES.resolve("sm90_splitk")
+    g = fam.seeds()[0][1]
+    return [fam.space.validate(g.with_params(**p)) for p in ({"pdl": 1}, {"reduce": "grouped"},
+                                                             {"pdl": 1, "reduce": "grouped"})]
+
+
+# (shape, ksplit): the grouped reduce's threads to a quad (reduce_groups: up to 64 threads an SM) are 1 at
+# 512x512; 16 at 64x64 with 16 or 64 splits; 2 and 4 with 3 and 5 splits (uneven: lanes with one split
+# fewer); 2 at 125x264, whose 8250 quads are not a multiple of a warp's 16
+SPLITK_LAUNCH_CASES = [("512x512x16384", 8), ("64x64x4096", 16), ("64x64x4096", 64), ("64x64x6120", 3),
+                       ("64x64x6120", 5), ("125x264x8192", 8)]
+
+
+@pytest.mark.parametrize("shape,ksplit", SPLITK_LAUNCH_CASES)
+def test_splitk_reduction_launch_variants_pass_the_gate(evaluator, shape, ksplit):
+    problem = Problem.parse(shape)
+    fam = FAMILIES.resolve("sm90_splitk")
+    genomes = [fam.space.validate(g.with_params(ksplit=ksplit)) for g in splitk_launch_genomes()]
+    genomes = [g for g in genomes if fam.space.is_valid(g, problem)]
+    assert len(genomes) == 3, f"{shape}: ksplit {ksplit} does not fit"
+    results = evaluator.evaluate(genomes, problem)
+    for g, m in zip(genomes, results):
+        print(shape, g.short(), m.status, m.rel_error, m.acc_error, m.time_us)
+    failed = [(g.short(), m.status, m.reason) for g, m in zip(genomes, results) if not m.ok]
+    assert not failed, failed
+
+
 @pytest.mark.parametrize("shape", ["1000x2056x512", "2048x2048x2048"])
 def test_explicit_epilogue_subtiles_pass_the_gate(evaluator, shape):
     problem = Problem.parse(shape)
