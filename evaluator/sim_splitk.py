@@ -23,10 +23,10 @@ from .sim_sm90 import model as sm90_model
 # where few threads run, that chain is its time. Fitted to the H200 at 64x64x4096 (128x128 tiles: 7.7 us
 # at 16 splits, 11.2 us at 64); without it the model chose 32-64 splits there, 30-45% slower than 8-16
 REDUCE_LOAD_US = 0.075
-# pdl (the reduction a programmatic dependent launch of the GEMM): the median saving over 32 pairs at ten
-# split-K shapes on the H200, from -1.3 us (cooperative 128x128 tiles at 512x512, 8 splits) to +1.0 us
-# (docs/results/h200-splitk-launch)
-PDL_SAVED_US = 0.23
+# pdl (the reduction a programmatic dependent launch of the GEMM): the median saving per schedule over 64
+# pairs at ten split-K shapes on the H200, two benches: ping-pong 0.30 us (44 pairs, 40 faster), cooperative
+# -0.23 us (20 pairs, 13 slower; down to -1.3 us with 128x128 tiles at 512x512) (docs/results/h200-splitk-launch)
+PDL_SAVED_US = {"pingpong": 0.30, "cooperative": -0.23}
 
 
 def reduce_groups(m: int, n: int, splits: int, n_sms: int) -> int:
@@ -50,7 +50,7 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
         inner = replace(inner, dram_bytes=inner.dram_bytes + missing)
     moved = (8.0 * splits + 2.0) * problem.m * problem.n
     groups = reduce_groups(problem.m, problem.n, splits, dev.n_sms) if params.get("reduce") == "grouped" else 1
-    launch_us = sp.launch_us * 0.5 - (PDL_SAVED_US if int(params.get("pdl", 0)) else 0.0)
+    launch_us = sp.launch_us * 0.5 - (PDL_SAVED_US.get(params["schedule"], 0.0) if int(params.get("pdl", 0)) else 0.0)
     reduce_us = launch_us + moved / (sp.hbm_efficiency * dev.hbm_tbps * 1e6) + -(-splits // groups) * REDUCE_LOAD_US
     return replace(inner, total_us=inner.total_us + reduce_us, reduction_us=inner.reduction_us + reduce_us,
                    mode="split_k", dram_bytes=inner.dram_bytes + moved)
