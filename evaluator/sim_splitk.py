@@ -23,10 +23,10 @@ from .sim_sm90 import model as sm90_model
 # where few threads run, that chain is its time. Fitted to the H200 at 64x64x4096 (128x128 tiles: 7.7 us
 # at 16 splits, 11.2 us at 64); without it the model chose 32-64 splits there, 30-45% slower than 8-16
 REDUCE_LOAD_US = 0.075
-# pdl (the reduction a programmatic dependent launch of the GEMM): the median saving per schedule over 64
-# pairs at ten split-K shapes on the H200, two benches: ping-pong 0.30 us (44 pairs, 40 faster), cooperative
-# -0.23 us (20 pairs, 13 slower; down to -1.3 us with 128x128 tiles at 512x512) (docs/results/h200-splitk-launch)
-PDL_SAVED_US = {"pingpong": 0.30, "cooperative": -0.23}
+# pdl (the reduction a programmatic dependent launch of the GEMM): the median saving per schedule over 96
+# pairs at ten split-K shapes on the H200, three benches: ping-pong 0.28 us (66 pairs, 59 faster), cooperative
+# -0.26 us (30 pairs, 20 slower; down to -1.3 us with 128x128 tiles at 512x512) (docs/results/h200-splitk-launch)
+PDL_SAVED_US = {"pingpong": 0.28, "cooperative": -0.26}
 
 
 def reduce_groups(m: int, n: int, splits: int, n_sms: int) -> int:
