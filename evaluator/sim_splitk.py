@@ -50,7 +50,8 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
         inner = replace(inner, dram_bytes=inner.dram_bytes + missing)
     moved = (8.0 * splits + 2.0) * problem.m * problem.n
     groups = reduce_groups(problem.m, problem.n, splits, dev.n_sms) if params.get("reduce") == "grouped" else 1
-    launch_us = sp.launch_us * 0.5 - (PDL_SAVED_US.get(params["schedule"], 0.0) if int(params.get("pdl", 0)) else 0.0)
+    saved = PDL_SAVED_US.get(params["schedule"], 0.0) if int(params.get("pdl", 0)) else 0.0
+    launch_us = max(0.0, sp.launch_us * 0.5 - saved)
     reduce_us = launch_us + moved / (sp.hbm_efficiency * dev.hbm_tbps * 1e6) + -(-splits // groups) * REDUCE_LOAD_US
     return replace(inner, total_us=inner.total_us + reduce_us, reduction_us=inner.reduction_us + reduce_us,
                    mode="split_k", dram_bytes=inner.dram_bytes + moved)

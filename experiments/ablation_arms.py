@@ -98,14 +98,15 @@ class RlSelection:
 def campaign_dict(seed: int, variant: str, budget: int, shapes: Sequence[str], candidates: int = 4,
                   param_mutate: bool = True, seeded: bool = False,
                   rl: "RlSelection | None" = None, broken: str = "garbage",
-                  parents: "Mapping[str, Any] | None" = None) -> dict[str, Any]:
+                  parents: "Mapping[str, Any] | None" = None, jumps: int = 0) -> dict[str, Any]:
     """The ablation's campaign: quickstart's population and reward, three scripted LLM arms (good,
     mediocre and the bad kind `broken` names: garbage or misleading) and param_mutate, all priors
     equal, on the simulator without noise. Unless `seeded`, the first population is all random
     samples (no hand-picked genomes, no seeds from the shapes solved before), so that what a run
     finds comes from its operators and not from a seed that is already the best genome of the
     shape. `rl`: the rl variant's selection (default: quickstart's). `parents`: parameters of the
-    parent selection (fitness_novelty), for both variants alike (default: its own defaults)."""
+    parent selection (fitness_novelty), for both variants alike (default: its own defaults). `jumps`:
+    genomes from the whole space the good model weighs besides its `candidates` moves (0: none)."""
     if variant not in VARIANTS:
         raise ValueError(f"ablation: unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
     sel = (rl or RlSelection()).resolved if variant == "rl" else UNIFORM
@@ -124,7 +125,8 @@ def campaign_dict(seed: int, variant: str, budget: int, shapes: Sequence[str], c
                           **({"parents": {"name": "fitness_novelty", "params": dict(parents)}} if parents else {})},
             "strategy": "evolution", "evaluator": {"backend": "simulator"},
             "llm": {"concurrency": 1, "providers": [{"name": q, "kind": PROVIDER, "model": q,
-                                   "options": {"quality": q, "seed": seed, "candidates": candidates}}
+                                   "options": {"quality": q, "seed": seed, "candidates": candidates,
+                                               **({"jumps": jumps} if q == "good" and jumps else {})}}
                                   for q in qualities]}}
 
 
@@ -135,7 +137,7 @@ class _Silent:
 
 def run_one(seed: int, variant: str, folder: str, budget: int, shapes: Sequence[str], candidates: int = 4,
             param_mutate: bool = True, seeded: bool = False, rl: "RlSelection | None" = None,
-            broken: str = "garbage", parents: "Mapping[str, Any] | None" = None) -> dict[str, Any]:
+            broken: str = "garbage", parents: "Mapping[str, Any] | None" = None, jumps: int = 0) -> dict[str, Any]:
     """One campaign into `folder`: per shape the best-so-far curve and the arms' pulls, mean
     reward and evaluated children."""
     from evolution.db import CampaignDB
@@ -144,7 +146,7 @@ def run_one(seed: int, variant: str, folder: str, budget: int, shapes: Sequence[
     from experiments.schema import parse_campaign
     out = Path(folder)
     config = parse_campaign(campaign_dict(seed, variant, budget, shapes, candidates, param_mutate, seeded, rl,
-                                          broken, parents), base_dir=out.parent)
+                                          broken, parents, jumps), base_dir=out.parent)
     if not (out / "campaign.db").exists():
         create_campaign(config, out)
     t0 = time.monotonic()
@@ -239,7 +241,9 @@ def mean_curves(runs: Sequence[Mapping[str, Any]], budget: int) -> dict[str, lis
 
 def render_markdown(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
     lines = [f"- seeds {', '.join(map(str, meta['seeds']))}; budget {meta['budget']} evaluations per shape; "
-             f"shapes {', '.join(meta['shapes'])}; good model: best of {meta['candidates']} moves; bad model: "
+             f"shapes {', '.join(meta['shapes'])}; good model: best of {meta['candidates']} moves"
+             + (f" and {meta['jumps']} genomes drawn from the whole space" if meta.get("jumps") else "")
+             + "; bad model: "
              f"{meta['broken']}; first population: "
              f"{'seeded (hand-picked, solved shapes)' if meta['seeded'] else 'random samples'}; "
              f"param_mutate arm: {'yes' if meta['param_mutate'] else 'no'}; rl: {meta['rl_label']}"
@@ -281,24 +285,26 @@ def run_arms_ablation(seeds: int = 5, out_dir: "str | Path" = "runs/ablation-arm
                       shapes: Sequence[str] = SHAPES, jobs: int = 1, base_seed: int = 0, candidates: int = 4,
                       param_mutate: bool = True, seeded: bool = False, console: Any = None,
                       rl: "RlSelection | None" = None, broken: str = "garbage",
-                      parents: "Mapping[str, Any] | None" = None) -> dict[str, Any]:
+                      parents: "Mapping[str, Any] | None" = None, jumps: int = 0) -> dict[str, Any]:
     arm_qualities(broken)                                          # an unknown kind: ValueError, before any run
     for name, value in (("seeds", seeds), ("jobs", jobs), ("budget", budget), ("candidates", candidates)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"ablation: {name} must be a whole number >= 1, got {value!r}")
+    if isinstance(jumps, bool) or not isinstance(jumps, int) or jumps < 0:
+        raise ValueError(f"ablation: jumps must be a whole number >= 0, got {jumps!r}")
     rl = rl or RlSelection()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     seed_list = [base_seed + i for i in range(seeds)]
     tasks = [(seed, v, str(out / "runs" / f"{v}-s{seed}"), budget, list(shapes), candidates, param_mutate, seeded,
-              rl, broken, dict(parents or {})) for seed in seed_list for v in VARIANTS]
+              rl, broken, dict(parents or {}), jumps) for seed in seed_list for v in VARIANTS]
     runs = []
     with ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else _Inline() as pool:
         for r in pool.map(_star, tasks):
             runs.append(r)
             if console is not None:
                 console.print(f"{r['variant']:>8} seed {r['seed']}: {r['seconds']:.1f} s", highlight=False)
-    meta = {"seeds": seed_list, "budget": budget, "shapes": list(shapes), "candidates": candidates,
+    meta = {"seeds": seed_list, "budget": budget, "shapes": list(shapes), "candidates": candidates, "jumps": jumps,
             "param_mutate": param_mutate, "seeded": seeded, "broken": broken, "parents": dict(parents or {}),
             "variants": {"rl": rl.resolved, "uniform": UNIFORM}, "rl_label": rl.label()}
     summary = summarise(runs, budget)
@@ -332,10 +338,14 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int, default=1, help="runs in parallel (processes)")
     p.add_argument("--base-seed", type=int, default=0)
     p.add_argument("--candidates", type=int, default=4, help="moves the good model ranks (default 4)")
+    p.add_argument("--jumps", type=int, default=0,
+                   help="genomes drawn from the whole space that the good model also ranks, as an expert who "
+                        "proposes new regions and not only steps from the parent (default 0)")
     p.add_argument("--no-param-mutate", action="store_true", help="only the three LLM arms")
     p.add_argument("--broken", choices=sorted(BROKEN_KINDS), default="garbage",
-                   help="the bad arm: garbage (answers llm_param refuses: a call, no evaluation; default) or "
-                        "misleading (valid moves, the slowest of --candidates: each costs an evaluation)")
+                   help="the bad arm: garbage (answers llm_param refuses: a call, no evaluation; default), "
+                        "misleading (valid moves, the slowest of --candidates: each costs an evaluation) or both "
+                        "(two bad arms)")
     p.add_argument("--seeded", action="store_true", help="seed the first population as campaigns do (hand-picked "
                                                          "genomes, shapes solved before); default: random samples")
     p.add_argument("--policy", default=CAMPAIGN_POLICY,
@@ -375,7 +385,7 @@ def _run_args(args: argparse.Namespace) -> int:
     rl = RlSelection(args.policy, parse_params(args.param), args.reward, args.failure_reward, args.warm_start_weight)
     result = run_arms_ablation(args.seeds, args.out, args.budget, shapes, args.jobs, args.base_seed,
                                args.candidates, not args.no_param_mutate, args.seeded, console=Console(), rl=rl,
-                               broken=args.broken, parents=parse_params(args.parent_param))
+                               broken=args.broken, parents=parse_params(args.parent_param), jumps=args.jumps)
     print(result["markdown"])
     return 0
 

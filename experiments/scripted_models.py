@@ -3,7 +3,9 @@ that reads an llm_param prompt and answers like a good, a mediocre or a broken m
 from its seed, the request and how many times the request was made before.
 
 - good: of `candidates` random valid moves of the parent, the one the simulator's noise-free model
-  rates fastest;
+  rates fastest; with `jumps` > 0 it also weighs that many genomes drawn from the whole space (valid
+  at the shape), as an expert who knows which tiles suit a shape proposes a new region and not only
+  a step from the parent;
 - mediocre: one random valid move;
 - broken: one of five kinds of garbage (prose, truncated JSON, unknown or ill-typed parameters, an
   empty move); llm_param refuses every one, so it costs an operator call but no evaluation;
@@ -11,7 +13,7 @@ from its seed, the request and how many times the request was made before.
   of the parent, the one the simulator's noise-free model rates slowest. llm_param accepts it, so
   each answer costs an evaluation, as a weak real model's confident bad suggestions do.
 
-The ablation's third arm is one of the two bad kinds (`BROKEN_KINDS`, see `arm_qualities`).
+The ablation's third arm is one of the two bad kinds, or both are (`BROKEN_KINDS`, see `arm_qualities`).
 """
 
 from __future__ import annotations
@@ -28,15 +30,16 @@ from llm_mutators.chat import ChatResult, ProviderError, check_messages, message
 QUALITIES = ("good", "mediocre", "broken", "misleading")
 # the ablation's bad arm: `garbage` is the `broken` model (refused answers), `misleading` the
 # `misleading` one (valid but bad moves)
-BROKEN_KINDS = {"garbage": "broken", "misleading": "misleading"}
+BROKEN_KINDS = {"garbage": ("broken",), "misleading": ("misleading",), "both": ("broken", "misleading")}
 RANKED = {"good": False, "misleading": True}    # qualities that rank candidates: reverse (slowest first)?
 
 
-def arm_qualities(broken: str = "garbage") -> tuple[str, str, str]:
-    """The three scripted models of the ablation: good, mediocre and the bad kind `broken` names."""
+def arm_qualities(broken: str = "garbage") -> tuple[str, ...]:
+    """The scripted models of the ablation: good, mediocre and the bad kind(s) `broken` names (both: a
+    garbage and a misleading model, four models)."""
     if broken not in BROKEN_KINDS:
         raise ValueError(f"ablation: broken must be one of {', '.join(BROKEN_KINDS)}, got {broken!r}")
-    return "good", "mediocre", BROKEN_KINDS[broken]
+    return ("good", "mediocre", *BROKEN_KINDS[broken])
 _FAMILY = re.compile(r"You tune (\S+) HGEMM kernels")
 _SHAPE = re.compile(r"M=(\d+), N=(\d+), K=(\d+)")
 
@@ -60,12 +63,15 @@ class ScriptedModel:
     """An LLM provider of known quality for llm_param prompts. See the module docstring."""
 
     def __init__(self, name: str, model: str, quality: str = "mediocre", seed: int = 0, candidates: int = 4,
-                 base_url: "str | None" = None, api_key_env: "str | None" = None):
+                 jumps: int = 0, base_url: "str | None" = None, api_key_env: "str | None" = None):
         if quality not in QUALITIES:
             raise ValueError(f"provider {name!r}: quality must be one of {', '.join(QUALITIES)}, got {quality!r}")
         if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
             raise ValueError(f"provider {name!r}: candidates must be a whole number >= 1, got {candidates!r}")
+        if isinstance(jumps, bool) or not isinstance(jumps, int) or jumps < 0:
+            raise ValueError(f"provider {name!r}: jumps must be a whole number >= 0, got {jumps!r}")
         self.name, self.model, self.quality, self.seed, self.candidates = name, model, quality, int(seed), candidates
+        self.jumps = jumps if quality == "good" else 0
         self._lock = threading.Lock()
         self._repeats: dict[tuple[int, str], int] = {}
         self._sim: Any = None
@@ -104,6 +110,14 @@ class ScriptedModel:
                 moves.append(child)
                 if len(moves) == (self.candidates if self.quality in RANKED else 1):
                     break
+        jumped = 0
+        for _ in range(50 * self.jumps):
+            if jumped == self.jumps:
+                break
+            child = space.sample(rng)
+            if child.id != parent.id and space.is_valid(child, problem) and child not in moves:
+                moves.append(child)
+                jumped += 1
         if not moves:
             raise ProviderError("bad_response", f"no valid move of the parent for {problem.name}")
         if self.quality in RANKED:    # fastest first (good) or slowest first (misleading); ties by id

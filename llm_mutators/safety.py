@@ -243,18 +243,36 @@ def check_abi(source: str) -> list[Refusal]:
     return out
 
 
+_GRID_WAIT = re.compile(r"\bgriddepcontrol\.wait\b")
+
+
+def check_grid_waits(source: str, unpatched: str) -> list[Refusal]:
+    """A kernel launched as a programmatic dependent (sm90_splitk's reduction with pdl) waits on the device
+    (griddepcontrol.wait) before it reads what the launch before it wrote; a patch that dropped the wait
+    would read it early. The rendered kernel must keep every wait of the unpatched one."""
+    def count(text: str) -> int:
+        return len(_GRID_WAIT.findall(scan(text, keep_strings=True)[0]))
+    kept, before = count(source), count(unpatched)
+    if kept < before:
+        return [Refusal("grid-wait", 0, f"the patched kernel has {kept} of the unpatched kernel's {before} "
+                                        "griddepcontrol.wait (a dependent launch would read its inputs early)")]
+    return []
+
+
 def check_genome(genome: Genome, render: Callable[[Genome], str]) -> list[Refusal]:
     """Every refusal for a genome's patches and its rendered source (empty: it may be built).
     `render(genome) -> source`; the headers allowed are those of the unpatched kernel."""
     if not genome.patches:
         return []
-    allowed = includes_of(render(Genome(genome.family, genome.params)))
+    unpatched = render(Genome(genome.family, genome.params))
+    allowed = includes_of(unpatched)
     out: list[Refusal] = []
     for patch in genome.patches:
         if patch.block == "abi":
             out.append(Refusal("abi", 0, "the abi block may not be patched", patch.block))
         out.extend(check_code(patch.code, allowed, patch.block))
-    return out + check_abi(render(genome))
+    source = render(genome)
+    return out + check_abi(source) + check_grid_waits(source, unpatched)
 
 
 def safety_refusal(genome: Genome, render: Callable[[Genome], str]) -> "str | None":

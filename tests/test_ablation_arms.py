@@ -231,3 +231,26 @@ def test_parent_params_go_to_both_variants_and_the_oracle_always_picks_the_good_
     assert saved["meta"]["parents"] == {"temperature": 0.25}
     rl_arms = next(r for r in saved["runs"] if r["variant"] == "rl")["arms"][shape]
     assert {a for a, s in rl_arms.items() if s["children"]} == {"llm_param@good"}
+
+
+def test_the_good_model_with_jumps_also_weighs_genomes_from_the_whole_space_and_both_bad_models_can_run():
+    from experiments.ablation_arms import campaign_dict
+    op, cases = _prompts(12)
+    with pytest.raises(ValueError, match="jumps must be a whole number >= 0"):
+        ScriptedModel("g", "good", quality="good", jumps=-1)
+    assert ScriptedModel("m", "m", quality="mediocre", jumps=8).jumps == 0        # only the good model jumps
+    local, jumping = ScriptedModel("g", "good", quality="good", seed=4), \
+        ScriptedModel("g", "good", quality="good", seed=4, jumps=16)
+    sim, faster, far = SimulatedEvaluator(), 0, 0
+    for parent, ctx, msgs in cases:
+        a, b = (op.parse(m.complete(msgs).text, parent, ctx)[0] for m in (local, jumping))
+        ta, tb = sim.predict_us(a, PROBLEM), sim.predict_us(b, PROBLEM)
+        faster += tb <= ta
+        far += sum(parent.param_dict.get(k) != v for k, v in b.param_dict.items()) > 3   # more than a local move
+    assert faster >= 10 and far >= 1
+    shape = "1024x1024x1024"
+    both = campaign_dict(0, "rl", 48, [shape], broken="both", jumps=8)
+    assert [o.get("model") for o in both["operators"]] == ["good", "mediocre", "broken", "misleading", None]
+    options = {p["name"]: p["options"] for p in both["llm"]["providers"]}
+    assert options["good"]["jumps"] == 8 and all("jumps" not in o for q, o in options.items() if q != "good")
+    assert "jumps" not in campaign_dict(0, "rl", 48, [shape])["llm"]["providers"][0]["options"]   # default unchanged

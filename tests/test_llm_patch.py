@@ -218,6 +218,25 @@ def test_comments_and_strings_neither_trigger_nor_hide_violations():
     assert check_abi(render(PARENT).source) == []
 
 
+def test_a_patch_may_not_drop_the_wait_of_a_dependent_launch():
+    """sm90_splitk with pdl launches its reduction as a programmatic dependent of the GEMM; the reduction
+    waits (griddepcontrol.wait) in the patchable arguments block. A patch that drops a wait is refused;
+    one that keeps them (or a genome without pdl, which has none) passes."""
+    splitk = get_space("sm90_splitk")
+    base = splitk.validate(get_space("sm90_splitk").sample(random.Random(0)).with_params(pdl=1, reduce="grouped"))
+    text = block_source(base, "arguments")
+    assert text.count("griddepcontrol.wait") == 2
+    source = lambda g: render(g).source
+    dropped = base.with_patch(Patch("arguments", text.replace('asm volatile("griddepcontrol.wait;" ::: "memory");', "", 1)))
+    assert {r.rule for r in check_genome(dropped, source)} == {"grid-wait"}
+    commented = base.with_patch(Patch("arguments", text.replace('asm volatile("griddepcontrol.wait;"', '// asm volatile("griddepcontrol.wait;"')))
+    assert "grid-wait" in {r.rule for r in check_genome(commented, source)}
+    kept = base.with_patch(Patch("arguments", text + "\n// tuned"))
+    assert check_genome(kept, source) == []
+    plain = splitk.validate(base.with_params(pdl=0))
+    assert check_genome(plain.with_patch(Patch("arguments", block_source(plain, "arguments") + "\n// x")), source) == []
+
+
 def test_every_template_block_passes_the_safety_check():
     for family in builtin_families():
         genome = family.space.sample(random.Random(3))
@@ -328,7 +347,8 @@ def test_the_parameters_a_block_covers():
     splitk = get_space("sm90_splitk").sample(random.Random(0))
     text = block_source(splitk, "arguments")
     assert "static typename Gemm::Arguments make_arguments(" in text and "make_split_arguments" in text
-    assert text in render(splitk).source and block_params("sm90_splitk", "arguments") == {"scheduler"}
+    # its reduction kernels (pdl's device wait, the grouped reduction) are in it too
+    assert text in render(splitk).source and block_params("sm90_splitk", "arguments") == {"scheduler", "pdl", "reduce"}
 
 
 def tile_patched(seed: int) -> Genome:
