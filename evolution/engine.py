@@ -104,7 +104,9 @@ class Engine(StrategyFactory, EngineViews):
         self.last_policy_state: Any = None  # the campaign's final policy (side by side: the last shape's in order)
         self._last_policy_index = -1
         families = {id(f): f for f in (self.plugins.families.resolve(name) for name in config.families)}
-        self.spaces: list[SearchSpace] = [f.space for f in families.values()]  # each family once, in order
+        # each family once, in order, as the campaign was created: parameters added since stay pinned
+        self.space_revision = int(db.get_meta("space_revision", 0))
+        self.spaces: list[SearchSpace] = [f.space.as_of(self.space_revision) for f in families.values()]
         self.warm_state = db.get_meta("warm_start_policy")
         self.handpicked = db.get_meta("handpicked", [])
         self.seed_pool = db.get_meta("seed_pool", {})

@@ -2,13 +2,14 @@
 
 from .genome import Genome, Patch
 from .problem import Problem
-from .space import InvalidGenome, ParamSpec, Rule, SearchSpace, ShapeRule, Violation
+from .space import SPACE_REVISION, InvalidGenome, ParamSpec, Rule, SearchSpace, ShapeRule, Violation
 from .operators import (FamilyJump, Offspring, Operator, OperatorContext, OperatorError, ParamCrossover, ParamMutate, RandomSample,
                         apply_operator, classic_operators)
 from .registry import PluginError, Registry, check_params, class_with, describe_object, is_import_path, load_object
 
 __all__ = [
     "Genome", "Patch", "Problem", "InvalidGenome", "ParamSpec", "Rule", "SearchSpace", "ShapeRule", "Violation",
+    "SPACE_REVISION",
     "Offspring", "Operator", "OperatorContext", "ParamCrossover", "ParamMutate",
     "RandomSample", "FamilyJump", "OperatorError", "apply_operator", "classic_operators", "PluginError", "Registry", "check_params", "class_with", "describe_object", "is_import_path",
     "load_object",

@@ -20,10 +20,10 @@ FAMILY = "sm90_splitk"
 KSPLIT = ParamSpec("ksplit", (2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64), kind="runtime",
                    doc="K split into this many batches of fp32 partial sums, added by a second launch")
 
-PDL = ParamSpec("pdl", (0, 1), kind="compile", implicit=True,
+PDL = ParamSpec("pdl", (0, 1), kind="compile", implicit=True, revision=1,
                 doc="launch the reduction as a programmatic dependent launch: its launch overlaps the GEMM's "
                     "epilogue, and it waits for the GEMM's results on the device")
-REDUCE = ParamSpec("reduce", ("serial", "grouped"), kind="compile", ordered=False, implicit=True,
+REDUCE = ParamSpec("reduce", ("serial", "grouped"), kind="compile", ordered=False, implicit=True, revision=1,
                    doc="the reduction's threads: one a quad of C walking every split (serial), or up to 32 a quad "
                        "each adding every n-th split, combined by warp shuffles (grouped: more loads in flight "
                        "at a small M x N)")

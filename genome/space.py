@@ -11,13 +11,19 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .genome import Genome
 from .problem import Problem
 
 Params = dict[str, Any]
+
+# The revision of the built-in spaces. A parameter added to a family after a campaign was created has a
+# higher `revision` than the one the campaign recorded; the campaign searches with it pinned to its
+# default (SearchSpace.as_of), so its random draws, and its resume by replay, stay as they were.
+# 1: sm90_splitk's pdl and reduce (session 26). Campaigns that recorded none are at revision 0.
+SPACE_REVISION = 1
 
 
 @dataclass(frozen=True)
@@ -31,12 +37,17 @@ class ParamSpec:
     # added to a family later leaves the ids, the rendered source and the builds of its older genomes as
     # they were (halls of fame, seeds, `seed_from` campaigns stay valid)
     implicit: bool = False
+    # the space revision that added it (SPACE_REVISION): a campaign created at an earlier one searches
+    # with it pinned to its default. Only implicit parameters can be added later.
+    revision: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in ("compile", "runtime"):
             raise ValueError(f"parameter kind must be 'compile' or 'runtime', got {self.kind!r}")
         if not self.choices:
             raise ValueError(f"parameter {self.name} has no choices")
+        if self.revision and not self.implicit:
+            raise ValueError(f"parameter {self.name}: one added in a later revision must be implicit")
 
 
 @dataclass(frozen=True)
@@ -99,6 +110,15 @@ class SearchSpace:
         for name in self.shape_knobs:
             if kinds.get(name) != "runtime":
                 raise ValueError(f"{self.family}: shape knob {name!r} is not a runtime parameter of the family")
+
+    def as_of(self, revision: int) -> "SearchSpace":
+        """This space as a campaign created at `revision` searches it: each parameter added later pinned
+        to its default, so sampling, mutation and crossover make the draws they made then."""
+        later = [p for p in self.params if p.revision > revision and len(p.choices) > 1]
+        if not later:
+            return self
+        pinned = tuple(replace(p, choices=p.choices[:1]) if p in later else p for p in self.params)
+        return replace(self, params=pinned)
 
     # -- basic facts -------------------------------------------------------------------------
     @property

@@ -872,3 +872,29 @@ def test_an_arm_that_cannot_run_does_not_hold_ucb_on_it():
         for k in kids:
             strat.tell(k, _m(k.genome, 15.0))
         assert policy.stats()["param_mutate"]["pending"] == 0
+
+
+def test_a_campaign_searches_the_parameters_it_was_created_with(tmp_path):
+    """A campaign records the space revision it was created at; one recorded before a parameter was added
+    (sm90_splitk's pdl and reduce: revision 1; a campaign without the record is at 0) searches with that
+    parameter pinned to its default, so its draws, and its resume by replay, are those of the older code."""
+    from evolution.db import CampaignDB
+    from genome import SPACE_REVISION
+    data = small_config(families=["sm90_splitk"], shapes=["512x512x16384", "256x256x65536"],
+                        budget={"evaluations_per_shape": 30}, evaluator={"backend": "simulator"})
+    named = {}
+    for revision in (0, None):
+        folder = tmp_path / f"rev{revision}"
+        config = parse_campaign(data, base_dir=tmp_path)
+        create_campaign(config, folder)
+        db = CampaignDB(folder / "campaign.db")
+        assert db.get_meta("space_revision") == SPACE_REVISION
+        if revision is not None:
+            db.set_meta({"space_revision": revision})     # as if created before the parameters existed
+        db.close()
+        run_campaign(folder, progress=Silent())
+        genomes = [json.loads(g) for (g,) in rows(folder, "SELECT g.json FROM proposals p JOIN genomes g "
+                                                          "ON g.id = p.genome_id")]
+        assert len(genomes) == 60
+        named[revision] = sum(bool({"pdl", "reduce"} & set(g["params"])) for g in genomes)
+    assert named[0] == 0 and named[None] > 0

@@ -196,3 +196,29 @@ def test_search_moves_reach_the_implicit_parameter_and_keep_genomes_canonical():
     swapab = get_space("sm90_swapab")
     assert swapab.spec("epilogue_tile").choices == ("auto",)
     assert all("epilogue_tile" not in swapab.sample(rng).param_dict for _ in range(50))
+
+
+# -- space revisions: a campaign searches the parameters it was created with -----------------------
+
+def test_a_space_as_of_an_earlier_revision_pins_later_parameters_and_draws_as_it_did():
+    from dataclasses import replace
+    from genome import SPACE_REVISION, ParamSpec
+    with pytest.raises(ValueError, match="must be implicit"):
+        ParamSpec("x", (0, 1), revision=1)
+    splitk = get_space("sm90_splitk")
+    later = {p.name for p in splitk.params if p.revision > 0}
+    assert later == {"pdl", "reduce"} and SPACE_REVISION >= 1 and splitk.as_of(SPACE_REVISION) is splitk
+    pinned = splitk.as_of(0)
+    before = replace(splitk, params=tuple(p for p in splitk.params if p.revision == 0))   # the space without them
+    assert all(pinned.spec(n).choices == (splitk.spec(n).choices[0],) for n in later)
+    assert get_space("sm90_cutlass").as_of(0) is get_space("sm90_cutlass")          # nothing added: itself
+    for seed in range(30):
+        a, b = random.Random(seed), random.Random(seed)
+        x, y = pinned.sample(a), before.sample(b)
+        assert x == y and not later & set(x.param_dict)
+        assert pinned.mutate(x, a, n_changes=3) == before.mutate(y, b, n_changes=3)
+        assert pinned.crossover(x, pinned.sample(a), a) == before.crossover(y, before.sample(b), b)
+        assert a.random() == b.random()                                               # the same draws
+    # the current space draws them
+    drawn = [splitk.sample(random.Random(s)).param_dict for s in range(60)]
+    assert any(d.get("pdl") == 1 for d in drawn) and any(d.get("reduce") == "grouped" for d in drawn)
