@@ -226,6 +226,13 @@ class CampaignDB(SearchRecords):
             self._event("shape_done", problem, {"reason": reason})
 
     # -- genomes and proposals ---------------------------------------------------------------------
+    def named_params(self) -> "dict[str, set[str]]":
+        """Each family's parameters that some recorded genome names."""
+        out: dict[str, set[str]] = {}
+        for r in self.conn.execute("SELECT family, json FROM genomes"):
+            out.setdefault(r["family"], set()).update(json.loads(r["json"]).get("params", {}))
+        return out
+
     def genome(self, genome_id: str) -> "Genome | None":
         r = self.conn.execute("SELECT json FROM genomes WHERE id=?", (genome_id,)).fetchone()
         return Genome.from_json(r["json"]) if r else None

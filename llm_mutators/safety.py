@@ -85,6 +85,9 @@ RULES = (
     _rule("abi-names", "the C ABI entry points (evogemm_run, ...) live in the abi block: a patch may not "
           "name, define or redefine them", r"\b(?:" + "|".join(ABI_SYMBOLS) + r")\b"),
     _rule("token-pasting", "no ## token pasting (it can assemble a forbidden name)", r"##"),
+    _rule("asm-macro", "no macro named asm or volatile (it would empty the device-side waits and the inline "
+          "asm of the blocks no patch may touch)", r"#\s*define\s+(?:asm|__asm__|__asm|volatile|__volatile__)\b",
+          r"#\s*undef\s+(?:asm|__asm__|__asm|volatile|__volatile__)\b"),
     _rule("ucn", r"no universal character names (\u...) outside strings", r"\\[uU][0-9a-fA-F]{4}"),
 )
 RULES_TEXT = "\n".join(f"- {r.description}" for r in RULES) + (

@@ -898,3 +898,27 @@ def test_a_campaign_searches_the_parameters_it_was_created_with(tmp_path):
         assert len(genomes) == 60
         named[revision] = sum(bool({"pdl", "reduce"} & set(g["params"])) for g in genomes)
     assert named[0] == 0 and named[None] > 0
+
+
+def test_a_campaign_that_recorded_no_revision_takes_the_one_its_genomes_name(tmp_path):
+    """Created before revisions were recorded: revision 0, unless a recorded genome names a parameter of a
+    later one (a campaign of the commits that added sm90_splitk's pdl and reduce but did not record it)."""
+    from evolution.db import CampaignDB
+    from evolution.engine import recorded_revision
+    from templates import family_registry
+    data = small_config(families=["sm90_splitk"], shapes=["512x512x16384"], budget={"evaluations_per_shape": 30},
+                        evaluator={"backend": "simulator"})
+    folder = tmp_path / "c"
+    create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
+    run_campaign(folder, progress=Silent())
+    fams = [family_registry().resolve("sm90_splitk")]
+    db = CampaignDB(folder / "campaign.db")
+    try:
+        assert recorded_revision(db, fams) == 1
+        db.conn.execute("DELETE FROM meta WHERE key='space_revision'")
+        assert {"pdl", "reduce"} & db.named_params()["sm90_splitk"]      # its search drew them
+        assert recorded_revision(db, fams) == 1
+        db.conn.execute("UPDATE genomes SET json = json_remove(json, '$.params.pdl', '$.params.reduce')")
+        assert recorded_revision(db, fams) == 0
+    finally:
+        db.close()

@@ -219,11 +219,15 @@ def test_comments_and_strings_neither_trigger_nor_hide_violations():
 
 
 def test_a_patch_may_not_drop_the_wait_of_a_dependent_launch():
-    """sm90_splitk with pdl launches its reduction as a programmatic dependent of the GEMM; the reduction
-    waits (griddepcontrol.wait) in the patchable arguments block. A patch that drops a wait is refused;
-    one that keeps them (or a genome without pdl, which has none) passes."""
+    """sm90_splitk with pdl launches its reduction as a programmatic dependent of the GEMM; only the
+    reduction's device-side wait (griddepcontrol.wait, in the patchable arguments block) makes its reads
+    of the partial sums safe. A patch that drops or comments out a wait is refused, and so is a macro
+    named asm or volatile, which would empty it; one that keeps them (or a genome without pdl, which has
+    none) passes. (A patch can still hide a wait from this check, e.g. behind #if 0 or a runtime guard:
+    the gate is the backstop: its input sets share the workspace, so an early read most likely sums
+    stale partial sums.)"""
     splitk = get_space("sm90_splitk")
-    base = splitk.validate(get_space("sm90_splitk").sample(random.Random(0)).with_params(pdl=1, reduce="grouped"))
+    base = splitk.validate(splitk.sample(random.Random(0)).with_params(pdl=1, reduce="grouped"))
     text = block_source(base, "arguments")
     assert text.count("griddepcontrol.wait") == 2
     source = lambda g: render(g).source
@@ -231,6 +235,9 @@ def test_a_patch_may_not_drop_the_wait_of_a_dependent_launch():
     assert {r.rule for r in check_genome(dropped, source)} == {"grid-wait"}
     commented = base.with_patch(Patch("arguments", text.replace('asm volatile("griddepcontrol.wait;"', '// asm volatile("griddepcontrol.wait;"')))
     assert "grid-wait" in {r.rule for r in check_genome(commented, source)}
+    for macro in ("#define asm(...)", "#  define volatile", "#undef asm"):
+        emptied = base.with_patch(Patch("arguments", macro + "\n" + text))
+        assert "asm-macro" in {r.rule for r in check_genome(emptied, source)}, macro
     kept = base.with_patch(Patch("arguments", text + "\n// tuned"))
     assert check_genome(kept, source) == []
     plain = splitk.validate(base.with_params(pdl=0))
