@@ -37,11 +37,12 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 from evaluator.api import Evaluator
 from genome import Genome, Offspring, Problem, SearchSpace
 
+from .campaign_spaces import campaign_spaces
 from .budget import Grants, NoGrants, allocation, next_size
 from .db import CampaignDB
 from .journal import Journal
@@ -60,18 +61,6 @@ from .shape_state import ShapeInputs, ShapeState, fmt_allocation
 from .windows import CampaignStopped, run_windowed
 
 __all__ = ["Engine", "ShapeState", "derive_seed"]
-
-
-def recorded_revision(db: CampaignDB, families: Iterable[Any]) -> int:
-    """The space revision a campaign was created at (genome.SPACE_REVISION). One that recorded none was
-    created before revisions were recorded, at 0, unless its genomes name a parameter of a later revision
-    (created by the commits that added sm90_splitk's pdl and reduce, before the record): then that one."""
-    recorded = db.get_meta("space_revision")
-    if recorded is not None:
-        return int(recorded)
-    named = db.named_params()
-    return max((p.revision for f in families for p in f.space.params if p.name in named.get(f.name, ())),
-               default=0)
 
 
 class Engine(StrategyFactory, EngineViews):
@@ -117,8 +106,7 @@ class Engine(StrategyFactory, EngineViews):
         self._last_policy_index = -1
         families = {id(f): f for f in (self.plugins.families.resolve(name) for name in config.families)}
         # each family once, in order, as the campaign was created: parameters added since stay pinned
-        self.space_revision = recorded_revision(db, families.values())
-        self.spaces: list[SearchSpace] = [f.space.as_of(self.space_revision) for f in families.values()]
+        self.spaces: list[SearchSpace] = campaign_spaces(db, families.values())
         self.warm_state = db.get_meta("warm_start_policy")
         self.handpicked = db.get_meta("handpicked", [])
         self.seed_pool = db.get_meta("seed_pool", {})

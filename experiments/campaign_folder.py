@@ -43,7 +43,7 @@ import yaml
 
 from evolution.db import CampaignDB
 from evolution.seeding import load_handpicked, read_seed_pool
-from genome import SPACE_REVISION
+from evolution.campaign_spaces import creation_record
 
 from .report import REPORT_FILE, atomic_write
 from .schema import dump_campaign, load_campaign, parse_campaign
@@ -138,7 +138,7 @@ def _initialise_db(out: Path, config: Any) -> CampaignDB:
             "seed_pool": pool,
             "warm_start_policy": warm,
             "argv": sys.argv,
-            "space_revision": SPACE_REVISION,   # the parameters it searches; a later one stays pinned
+            **creation_record(),   # the parameters it searches; one added later stays pinned
         }
         db.initialise(config.resolved(), [p.name for p in config.problems], extra)
     except BaseException:

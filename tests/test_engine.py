@@ -904,7 +904,7 @@ def test_a_campaign_that_recorded_no_revision_takes_the_one_its_genomes_name(tmp
     """Created before revisions were recorded: revision 0, unless a recorded genome names a parameter of a
     later one (a campaign of the commits that added sm90_splitk's pdl and reduce but did not record it)."""
     from evolution.db import CampaignDB
-    from evolution.engine import recorded_revision
+    from evolution.campaign_spaces import recorded_revision
     from templates import family_registry
     data = small_config(families=["sm90_splitk"], shapes=["512x512x16384"], budget={"evaluations_per_shape": 30},
                         evaluator={"backend": "simulator"})
