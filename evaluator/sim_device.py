@@ -63,8 +63,13 @@ class DeviceSpec:
         return self.clock_ghz * 1e3
 
 
+# The H200's SMs per GPC: the layout that gives the clusters a lent H200 runs at once (one CTA per SM,
+# cudaOccupancyMaxActiveClusters, confirmed by a timed wave of n and n + 1 clusters): 66 of 2 CTAs, 30 of
+# 4, 15 of 8, 7 of 16 (docs/results/h200-cluster-capacity). The old guess (18, 18, 16 x 6) allowed 32
+# of 4 and 16 of 8, so it priced a 128-CTA grid of 4-CTA clusters as one wave; it runs as two.
+# (10, 16, 16, 18 x 5) gives the same counts. Which TPCs are fused off varies from chip to chip.
 DEVICES: dict[str, DeviceSpec] = {
-    "h200": DeviceSpec("H200", 132, (18, 18, 16, 16, 16, 16, 16, 16), 989.4, 1.83, 4.3, 60 * _MIB, 227 * 1024),
+    "h200": DeviceSpec("H200", 132, (18, 18, 18, 18, 18, 18, 16, 8), 989.4, 1.83, 4.3, 60 * _MIB, 227 * 1024),
     "h100": DeviceSpec("H100", 132, (18, 18, 16, 16, 16, 16, 16, 16), 989.4, 1.83, 3.35, 50 * _MIB, 227 * 1024),
 }
 

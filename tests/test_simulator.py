@@ -108,6 +108,22 @@ def test_cluster_reduces_usable_sms_when_size_does_not_divide_gpcs():
     assert eight.ctas < 132
 
 
+def test_h200_cluster_capacity_is_the_measured_one():
+    """A lent H200 ran at most 66 / 30 / 15 / 7 clusters of 2 / 4 / 8 / 16 CTAs at once (one CTA per SM)."""
+    from evaluator.sim_device import get_device
+    from evaluator.sim_sm90 import usable_ctas
+    dev = get_device("h200")
+    assert {size: usable_ctas(size, dev) // size for size in (1, 2, 4, 8, 16)} == {1: 132, 2: 66, 4: 30, 8: 15, 16: 7}
+    # so a non-persistent grid of 32 clusters of 4 (sm90_lean 64x128 with a 4x1 cluster at 1000^3) takes
+    # two waves, and 28 of them (64x160) one
+    lean = {"schedule": "ws", "tile_m": 64, "tile_n": 128, "tile_k": 64, "cluster_m": 4, "cluster_n": 1,
+            "stages": 0, "epilogue": "tma", "scheduler": "persistent", "raster": "heuristic", "swizzle": 1,
+            "splits": 1, "decomposition": "heuristic", "reduction": "deterministic"}
+    g128 = Genome.from_dict({"family": "sm90_lean", "params": lean})
+    g160 = Genome.from_dict({"family": "sm90_lean", "params": dict(lean, tile_n=160)})
+    assert simulate_time_us(g128, "1000x1000x1000", SP) > 1.3 * simulate_time_us(g160, "1000x1000x1000", SP)
+
+
 def test_split_k_and_stream_k_help_small_mn_with_large_k():
     p = "64x64x4096"
     plain = simulate_time_us(make(tile_n=64, cluster_m=1), p, SP)
