@@ -47,7 +47,9 @@ _MIB = 1024 * 1024
 
 @dataclass(frozen=True)
 class DeviceSpec:
-    """Facts of the device (not fitted). `gpc_sms` decides which cluster sizes fill all SMs."""
+    """Facts of the device (not fitted). `gpc_sms` decides which cluster sizes fill all SMs: a layout
+    that reproduces the clusters of 1, 2, 4, 8 and 16 CTAs a GPU was measured to run at once (under the
+    rule that a cluster stays in one GPC), not necessarily its physical partition."""
 
     name: str
     n_sms: int
@@ -63,14 +65,18 @@ class DeviceSpec:
         return self.clock_ghz * 1e3
 
 
-# The H200's SMs per GPC: the layout that gives the clusters a lent H200 runs at once (one CTA per SM,
-# cudaOccupancyMaxActiveClusters, confirmed by a timed wave of n and n + 1 clusters): 66 of 2 CTAs, 30 of
-# 4, 15 of 8, 7 of 16 (docs/results/h200-cluster-capacity). The old guess (18, 18, 16 x 6) allowed 32
-# of 4 and 16 of 8, so it priced a 128-CTA grid of 4-CTA clusters as one wave; it runs as two.
-# (10, 16, 16, 18 x 5) gives the same counts. Which TPCs are fused off varies from chip to chip.
+# SMs per GPC: a layout that gives the clusters of 1, 2, 4, 8 and 16 CTAs a lent H200 runs at once (one CTA
+# per SM, cudaOccupancyMaxActiveClusters, confirmed by a timed wave of n and n + 1 clusters): 132, 66, 30,
+# 15, 7 (docs/results/h200-cluster-capacity). It does not reproduce the odd sizes 3 and 6 (43 and 21
+# against 39 and 17 measured; no space uses them), nor the counts with two CTAs an SM. The old guess
+# (18, 18, 16 x 6) allowed 32 of 4 and 16 of 8, so it priced a 128-CTA grid of 4-CTA clusters as one
+# wave; it runs as two. (10, 16, 16, 18 x 5) gives the same counts. Which TPCs are fused off varies from
+# chip to chip. The H100 SXM (the same 132-SM configuration of GH100) is given the same layout: assumed,
+# not measured here (public reports of H100 runs also show 120 CTAs in clusters of 8).
+_GH100_132_GPC_SMS = (18, 18, 18, 18, 18, 18, 16, 8)
 DEVICES: dict[str, DeviceSpec] = {
-    "h200": DeviceSpec("H200", 132, (18, 18, 18, 18, 18, 18, 16, 8), 989.4, 1.83, 4.3, 60 * _MIB, 227 * 1024),
-    "h100": DeviceSpec("H100", 132, (18, 18, 16, 16, 16, 16, 16, 16), 989.4, 1.83, 3.35, 50 * _MIB, 227 * 1024),
+    "h200": DeviceSpec("H200", 132, _GH100_132_GPC_SMS, 989.4, 1.83, 4.3, 60 * _MIB, 227 * 1024),
+    "h100": DeviceSpec("H100", 132, _GH100_132_GPC_SMS, 989.4, 1.83, 3.35, 50 * _MIB, 227 * 1024),
 }
 
 

@@ -86,8 +86,9 @@ def extend_campaign(folder: "str | Path", evaluations: "int | None" = None, wall
     shape's allocation then). A started shape keeps its recorded allocation, so that resume replays
     it faithfully; `grants` (shape -> {evaluations|wall_seconds|gpu_seconds: extra}) lists what each
     started shape may spend in addition, once it has spent its allocation (evolution/budget.py
-    takes them, in order, where the recorded run did). An extension that changes nothing for any
-    shape is refused."""
+    takes them, in order, where the recorded run did). Raised wall or GPU seconds go to the started
+    shapes that stopped on that limit or are still running, and to those that go on with more
+    evaluations in the same extension. An extension that changes nothing for any shape is refused."""
     asked = {"evaluations": evaluations, "wall_seconds": wall_seconds, "gpu_seconds": gpu_seconds}
     if all(v is None for v in asked.values()):
         raise ValueError("nothing to extend: give --evaluations N, --wall-seconds S and/or --gpu-seconds S")
@@ -130,9 +131,13 @@ def extend_campaign(folder: "str | Path", evaluations: "int | None" = None, wall
                           ("wall_seconds", {"wall_seconds"}), ("gpu_seconds", {"gpu_seconds"})):
             if not raised & keys:
                 continue
-            # who would go on: started shapes still running, or stopped because this budget ran out
+            # who would go on: started shapes still running, or stopped because this budget ran out; and
+            # for time, also those that go on with more evaluations in this same extension, else a shape
+            # that spent its wall share on its first evaluations stops at once, its grant unspent
+            goes_on = {name for name, grant in grants.items() if "evaluations" in grant}
             takers = [r["problem"] for r in started
-                      if r["status"] != "done" or (r["reason"] or "") == BUDGET_REASONS[dim]]
+                      if r["status"] != "done" or (r["reason"] or "") == BUDGET_REASONS[dim]
+                      or (dim != "evaluations" and r["problem"] in goes_on)]
             if dim == "evaluations" and "evaluations_per_shape" in raised:
                 extra = {n: int(evaluations) for n in takers}  # type: ignore[arg-type]
             elif pending:

@@ -306,6 +306,26 @@ def test_extend_a_finished_campaign(tmp_path):
         assert [s["allocation"] for s in campaign_status(db)["shapes"]] == [15, 15]
 
 
+def test_extend_with_evaluations_and_wall_gives_the_wall_to_the_shapes_that_go_on(tmp_path):
+    """Shapes that ended on their evaluation budget, extended in evaluations and wall seconds together,
+    get a share of the wall too: on the H200 (docs/results/h200-unseen-5) they had spent their wall
+    share on the first evaluations and stopped at once on it, their evaluation grants unspent."""
+    data = small_config(budget={"evaluations_per_shape": 10, "wall_seconds": 3600},
+                        shapes=["512x512x512", "1024x1024x1024"])
+    data["evaluator"] = {"backend": "simulator"}
+    folder = tmp_path / "c"
+    create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
+    run_campaign(folder, progress=Silent())
+    entry = extend_campaign(folder, evaluations=5, wall_seconds=60)
+    assert entry["grants"] == {"512x512x512": {"evaluations": 5, "wall_seconds": 30.0},
+                               "1024x1024x1024": {"evaluations": 5, "wall_seconds": 30.0}}
+    # the wall alone goes to no shape that ended on its evaluations: refused, nothing would go on
+    with pytest.raises(CampaignRefused, match="no shape would go on"):
+        extend_campaign(folder, wall_seconds=60)
+    run_campaign(folder, progress=Silent(), mode="resume")
+    assert _evaluations(folder) == {"512x512x512": 15, "1024x1024x1024": 15}
+
+
 def test_extend_refuses_what_it_cannot_do(tmp_path):
     camp = _yaml(tmp_path)
     folder = tmp_path / "c"
