@@ -265,12 +265,15 @@ class Engine(StrategyFactory, EngineViews):
         """Go on with a finished shape that has a budget grant it may take now; False if none."""
         if state.strategy is None or state.status != "done" or not self.grants.any_now(state, self._seq()):
             return False
-        before = dict(state.grants_taken)
+        # progress: a grant taken, or (replaying) rounds recorded past the shape's first budget, where a
+        # wall or GPU grant is not taken again because the recorded rounds come first
+        before = (dict(state.grants_taken), state.rounds)
         state.status = "running"
         state.wall_before = float((self.db.shape_row(state.name) or {}).get("wall_seconds") or 0.0)
         state.wall_started = time.monotonic()
-        reason = self._loop(state, first=False)
-        if state.grants_taken == before:  # pragma: no cover - any_now said it would take one
+        # a shape that never ran a round (starved by the wall budget beside others) starts with its first
+        reason = self._loop(state, first=state.rounds == 0)
+        if (dict(state.grants_taken), state.rounds) == before:
             state.status = "done"
             return False
         self._finished(state, reason)

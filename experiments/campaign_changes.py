@@ -88,7 +88,9 @@ def extend_campaign(folder: "str | Path", evaluations: "int | None" = None, wall
     started shape may spend in addition, once it has spent its allocation (evolution/budget.py
     takes them, in order, where the recorded run did). Raised wall or GPU seconds go to the started
     shapes that stopped on that limit or are still running, and to those that go on with more
-    evaluations in the same extension. An extension that changes nothing for any shape is refused."""
+    evaluations (granted in this extension, or in an earlier one no run has taken yet): split evenly
+    among them, or, with shapes not started yet, an even share each among them and those shapes, which
+    take the rest when they start. An extension that changes nothing for any shape is refused."""
     asked = {"evaluations": evaluations, "wall_seconds": wall_seconds, "gpu_seconds": gpu_seconds}
     if all(v is None for v in asked.values()):
         raise ValueError("nothing to extend: give --evaluations N, --wall-seconds S and/or --gpu-seconds S")
@@ -127,32 +129,47 @@ def extend_campaign(folder: "str | Path", evaluations: "int | None" = None, wall
         started = [r for r in rows if r["allocation"] is not None]
         grants: dict[str, dict[str, float]] = {}
         raised = {k.split(".", 1)[1] for k in changes}
+        # evaluation grants of earlier extensions that no run has taken yet (none ran since them)
+        unspent = {name for ext in db.get_meta("extensions") or []
+                   if ext.get("evaluations_before") == db.evaluation_count()
+                   for name, grant in (ext.get("grants") or {}).items() if "evaluations" in grant}
         for dim, keys in (("evaluations", {"evaluations_per_shape", "total_evaluations"}),
                           ("wall_seconds", {"wall_seconds"}), ("gpu_seconds", {"gpu_seconds"})):
             if not raised & keys:
                 continue
             # who would go on: started shapes still running, or stopped because this budget ran out; and
-            # for time, also those that go on with more evaluations in this same extension, else a shape
-            # that spent its wall share on its first evaluations stops at once, its grant unspent
-            goes_on = {name for name, grant in grants.items() if "evaluations" in grant}
+            # for time, also those that go on with more evaluations (granted now or by an earlier extension
+            # no run has taken yet), else a shape that spent its wall share on its first evaluations stops
+            # at once, its evaluation grant unspent
+            goes_on = unspent | {name for name, grant in grants.items() if "evaluations" in grant}
             takers = [r["problem"] for r in started
                       if r["status"] != "done" or (r["reason"] or "") == BUDGET_REASONS[dim]
                       or (dim != "evaluations" and r["problem"] in goes_on)]
             if dim == "evaluations" and "evaluations_per_shape" in raised:
                 extra = {n: int(evaluations) for n in takers}  # type: ignore[arg-type]
-            elif pending:
+            elif pending and dim == "evaluations":
                 extra = {}  # a shared total: the shapes not started yet take it
+            elif pending:
+                # time: an even share for each started shape that goes on; the shapes not started yet
+                # take the rest when they start (the started ones run before them)
+                extra = {n: (asked[dim] or 0) / (len(takers) + len(pending)) for n in takers}
             else:
                 extra = _split(asked[dim] or 0, takers, integer=dim == "evaluations")
             for name, amount in extra.items():
                 if amount:
                     grants.setdefault(name, {})[dim] = amount
+        # shapes that get more evaluations but no wall, having spent their wall share: they stop at once
+        short = {} if budget.get("wall_seconds") is None or "wall_seconds" in raised else {
+            r["problem"]: [float(r["wall_seconds"] or 0.0), float(r["allocation"]["wall_seconds"])]
+            for r in started if "evaluations" in grants.get(r["problem"], {})
+            and (r["allocation"] or {}).get("wall_seconds") is not None
+            and float(r["wall_seconds"] or 0.0) >= float(r["allocation"]["wall_seconds"])}
         if not pending and not grants:
             raise CampaignRefused(f"{folder}: no shape would go on with more budget: every shape has finished for "
                                   "another reason than that budget (see `evogemm status`)")
         t, at = now_stamp()
         what = "budget " + ", ".join(f"{k.split('.', 1)[1]} {a} -> {b}" for k, (a, b) in changes.items())
-        entry = {"time": t, "at": at, "changes": changes, "grants": grants, "pending": pending,
+        entry = {"time": t, "at": at, "changes": changes, "grants": grants, "pending": pending, "wall_spent": short,
                  "what": what, "evaluations_before": db.evaluation_count(), "config_before": stored}
         history = list(db.get_meta("extensions") or []) + [entry]
         db.set_meta({"config": new_config.resolved(), "extensions": history})

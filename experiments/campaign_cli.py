@@ -180,6 +180,9 @@ def cmd_extend(args: argparse.Namespace) -> int:
         print(f"shapes not started yet take the new budget: {', '.join(entry['pending'])}")
     for shape, grant in entry["grants"].items():
         print(f"{shape} goes on for " + ", ".join(f"{v:g} more {k.replace('_', ' ')}" for k, v in grant.items()))
+    for shape, (used, share) in (entry.get("wall_spent") or {}).items():
+        print(f"warning: {shape} has spent its wall share ({used:.0f} of {share:.0f} s): it stops at once "
+              "unless --wall-seconds is raised too")
     print(f"continue with: evogemm resume {folder}")
     return 0
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -306,24 +307,86 @@ def test_extend_a_finished_campaign(tmp_path):
         assert [s["allocation"] for s in campaign_status(db)["shapes"]] == [15, 15]
 
 
+def _slow_config(shapes: list, **budget) -> dict:
+    """A campaign on the simulator that sleeps 0.12 s a genome: a first round of 6 overruns a wall share."""
+    data = small_config(budget=budget, shapes=shapes,
+                        population={"size": 6, "islands": 1, "offspring": 4, "elite": 1, "migration_size": 1})
+    data["evaluator"] = {"backend": "engine_helpers:SlowSimulator", "options": {"delay": 0.12}}
+    return data
+
+
 def test_extend_with_evaluations_and_wall_gives_the_wall_to_the_shapes_that_go_on(tmp_path):
-    """Shapes that ended on their evaluation budget, extended in evaluations and wall seconds together,
-    get a share of the wall too: on the H200 (docs/results/h200-unseen-5) they had spent their wall
-    share on the first evaluations and stopped at once on it, their evaluation grants unspent."""
-    data = small_config(budget={"evaluations_per_shape": 10, "wall_seconds": 3600},
-                        shapes=["512x512x512", "1024x1024x1024"])
-    data["evaluator"] = {"backend": "simulator"}
+    """As on the H200 (docs/results/h200-unseen-5): shapes that overran their wall share and ended on their
+    evaluation budget, extended in evaluations and wall together, go on. Before the fix the raised wall
+    went to no shape, and each stopped at once on its spent wall share, its evaluation grant unspent."""
+    from engine_helpers import fingerprint
+    shapes = ["512x512x512", "1024x1024x1024"]
     folder = tmp_path / "c"
-    create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
-    run_campaign(folder, progress=Silent())
-    entry = extend_campaign(folder, evaluations=5, wall_seconds=60)
-    assert entry["grants"] == {"512x512x512": {"evaluations": 5, "wall_seconds": 30.0},
-                               "1024x1024x1024": {"evaluations": 5, "wall_seconds": 30.0}}
+    create_campaign(parse_campaign(_slow_config(shapes, evaluations_per_shape=6, wall_seconds=1.0),
+                                   base_dir=tmp_path), folder)
+    run_campaign(folder, progress=Silent(), plots=False)
+    rows = _db(folder).execute("SELECT reason, wall_seconds, json_extract(allocation, '$.wall_seconds') "
+                               "FROM shapes").fetchall()
+    assert all(r == "evaluation budget spent" and used > share for r, used, share in rows), rows
+    # evaluations alone: granted, and the shapes that spent their wall share are named
+    alone = tmp_path / "alone"
+    shutil.copytree(folder, alone)
+    entry = extend_campaign(alone, evaluations=4)
+    assert set(entry["wall_spent"]) == set(shapes) and all(u >= w for u, w in entry["wall_spent"].values())
+    proc = evogemm("extend", str(alone), "--evaluations", "1")
+    assert proc.returncode == 0 and proc.stdout.count("has spent its wall share") == 2, proc.stdout
+    entry = extend_campaign(folder, evaluations=4, wall_seconds=20)
+    assert entry["grants"] == {s: {"evaluations": 4, "wall_seconds": 10.0} for s in shapes}
+    assert entry["wall_spent"] == {}
+    # more wall before any run took those evaluations: it goes to the same shapes
+    assert extend_campaign(folder, wall_seconds=2)["grants"] == {s: {"wall_seconds": 1.0} for s in shapes}
+    run_campaign(folder, progress=Silent(), mode="resume", plots=False)
+    assert _evaluations(folder) == {s: 10 for s in shapes}
+    done = fingerprint(folder)
+    run_campaign(folder, progress=Silent(), mode="resume", plots=False)  # replays as it ran
+    assert fingerprint(folder) == done
     # the wall alone goes to no shape that ended on its evaluations: refused, nothing would go on
     with pytest.raises(CampaignRefused, match="no shape would go on"):
         extend_campaign(folder, wall_seconds=60)
-    run_campaign(folder, progress=Silent(), mode="resume")
-    assert _evaluations(folder) == {"512x512x512": 15, "1024x1024x1024": 15}
+
+
+class _StopAfterFirstShape:
+    def update(self, rows, simulated=None, evaluator=None):
+        if rows and rows[0]["status"] == "done":
+            raise KeyboardInterrupt
+
+
+def test_extend_with_shapes_not_started_shares_the_wall_with_the_started_ones_that_go_on(tmp_path):
+    shapes = ["512x512x512", "1024x1024x1024", "2048x2048x2048"]
+    folder = tmp_path / "c"
+    create_campaign(parse_campaign(_slow_config(shapes, evaluations_per_shape=6, wall_seconds=1.0),
+                                   base_dir=tmp_path), folder)
+    with pytest.raises(KeyboardInterrupt):
+        run_campaign(folder, progress=_StopAfterFirstShape(), plots=False)
+    entry = extend_campaign(folder, evaluations=4, wall_seconds=30)
+    assert entry["pending"] == shapes[1:]
+    assert entry["grants"] == {shapes[0]: {"evaluations": 4, "wall_seconds": 10.0}}
+    run_campaign(folder, progress=Silent(), mode="resume", plots=False)
+    assert _evaluations(folder) == {s: 10 for s in shapes}
+
+
+def test_a_shape_starved_beside_others_resumes_and_replays_after_extend(tmp_path):
+    """Two shapes side by side, the wall budget spent before the second ran a round: extended in wall, it
+    runs from its first round, and a second resume replays it (it failed with ReplayMismatch)."""
+    from engine_helpers import fingerprint
+    data = _slow_config(["512x512x512", "1024x1024x1024"], evaluations_per_shape=6, wall_seconds=0.5)
+    data["population"]["shapes_in_flight"] = 2
+    folder = tmp_path / "c"
+    create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
+    run_campaign(folder, progress=Silent(), plots=False)
+    extend_campaign(folder, wall_seconds=20)
+    run_campaign(folder, progress=Silent(), mode="resume", plots=False)
+    assert set(_evaluations(folder).values()) == {6}
+    done = fingerprint(folder)
+    halls = {f.name: f.read_text() for f in (folder / "hall_of_fame").glob("*.json")}
+    run_campaign(folder, progress=Silent(), mode="resume", plots=False)
+    assert fingerprint(folder) == done
+    assert {f.name: f.read_text() for f in (folder / "hall_of_fame").glob("*.json")} == halls
 
 
 def test_extend_refuses_what_it_cannot_do(tmp_path):
