@@ -74,6 +74,9 @@ class DeviceSpec:
 # chip to chip. The H100 SXM (the same 132-SM configuration of GH100) is given the same layout: assumed,
 # not measured here (public reports of H100 runs also show 120 CTAs in clusters of 8).
 _GH100_132_GPC_SMS = (18, 18, 18, 18, 18, 18, 16, 8)
+# the layout before that measurement: campaigns created before it order and fit their seeds with it, so
+# that their resume replays (evolution/campaign_spaces.py, seed_model_device)
+LEGACY_GPC_SMS = (18, 18, 16, 16, 16, 16, 16, 16)
 DEVICES: dict[str, DeviceSpec] = {
     "h200": DeviceSpec("H200", 132, _GH100_132_GPC_SMS, 989.4, 1.83, 4.3, 60 * _MIB, 227 * 1024),
     "h100": DeviceSpec("H100", 132, _GH100_132_GPC_SMS, 989.4, 1.83, 3.35, 50 * _MIB, 227 * 1024),

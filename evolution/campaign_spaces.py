@@ -16,9 +16,24 @@ from .db import CampaignDB
 META_KEY = "space_revision"
 
 
+# The revision of the simulator model that orders, fits and prunes a campaign's seeds (seeding.model_order):
+# 1: the H200's measured cluster capacity (session 27). A campaign that recorded none orders its seeds
+# with the layout of before (sim_device.LEGACY_GPC_SMS), as it did when it ran, so its resume replays.
+SEED_MODEL_KEY = "seed_model_revision"
+SEED_MODEL_REVISION = 1
+
+
 def creation_record() -> dict[str, int]:
-    """What a new campaign records of its spaces (into its meta)."""
-    return {META_KEY: SPACE_REVISION}
+    """What a new campaign records of its spaces and of the model that orders its seeds (into its meta)."""
+    return {META_KEY: SPACE_REVISION, SEED_MODEL_KEY: SEED_MODEL_REVISION}
+
+
+def seed_model_device(db: CampaignDB) -> Any:
+    """The simulated H200 that orders, fits and prunes the campaign's seeds: the one of its revision."""
+    from dataclasses import replace
+    from evaluator.sim_device import LEGACY_GPC_SMS, get_device
+    device = get_device("h200")
+    return device if int(db.get_meta(SEED_MODEL_KEY) or 0) >= 1 else replace(device, gpc_sms=LEGACY_GPC_SMS)
 
 
 def recorded_revision(db: CampaignDB, families: Iterable[Any]) -> int:

@@ -42,7 +42,7 @@ from typing import Any, Callable, Sequence
 from evaluator.api import Evaluator
 from genome import Genome, Offspring, Problem, SearchSpace
 
-from .campaign_spaces import campaign_spaces
+from .campaign_spaces import campaign_spaces, seed_model_device
 from .budget import Grants, NoGrants, allocation, next_size
 from .db import CampaignDB
 from .journal import Journal
@@ -54,7 +54,7 @@ from .reverify import verify_hall_of_fame
 from .rng import derive_seed
 from .round_clock import RoundClock, unbuilt
 from .round_cut import cut_to_built
-from .seeding import prune_families
+from .seeding import model_order, prune_families
 from .engine_strategy import StrategyFactory
 from .engine_views import EngineViews
 from .shape_state import ShapeInputs, ShapeState, fmt_allocation
@@ -107,6 +107,7 @@ class Engine(StrategyFactory, EngineViews):
         families = {id(f): f for f in (self.plugins.families.resolve(name) for name in config.families)}
         # each family once, in order, as the campaign was created: parameters added since stay pinned
         self.spaces: list[SearchSpace] = campaign_spaces(db, families.values())
+        self.seed_device = seed_model_device(db)   # the simulated H200 that orders its seeds, as created
         self.warm_state = db.get_meta("warm_start_policy")
         self.handpicked = db.get_meta("handpicked", [])
         self.seed_pool = db.get_meta("seed_pool", {})
@@ -222,6 +223,7 @@ class Engine(StrategyFactory, EngineViews):
         ratio = self.config.population.family_prune_ratio
         if ratio and len(spaces) > 1:
             spaces, dropped = prune_families(spaces, problem, self.handpicked, ratio,
+                                              order=model_order(problem, device=self.seed_device),
                                               fit_knobs=self.config.population.fit_knobs)
             if dropped:
                 self.log(f"{problem.name}: left out (the model prices their fastest seed over {ratio:g}x the "

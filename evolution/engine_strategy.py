@@ -40,7 +40,7 @@ class StrategyFactory:
 
         def seeds(limit: int) -> list:
             out: list = []
-            price = model_order(state.problem, plugins.families) if pop.fit_knobs else None
+            price = model_order(state.problem, plugins.families, self.seed_device) if pop.fit_knobs else None
             for space in spaces:
                 solved = state.inputs.solved if state.inputs is not None else {}
                 fit = functools.partial(fit_shape_knobs, problem=state.problem, space=space, price=price) \
@@ -48,7 +48,8 @@ class StrategyFactory:
                 out += seeds_for(state.problem, space, solved if pop.nearest_shapes else {},
                                  self.seed_pool if pop.nearest_shapes else {},
                                  self.handpicked if pop.handpicked else [], pop.nearest_shapes, limit,
-                                 order=None if pop.seed_order == "model" else _file_order,
+                                 order=model_order(state.problem, device=self.seed_device)
+                                 if pop.seed_order == "model" else _file_order,
                                  generalist=pop.seed_generalist, fit=fit)
             return out
 

@@ -134,12 +134,13 @@ def read_seed_pool(campaign_dir: "str | Path", per_shape: int = 8) -> dict[str, 
     return pool
 
 
-def model_order(problem: Problem, families: Any = None) -> Callable[[Genome], float]:
+def model_order(problem: Problem, families: Any = None, device: Any = "h200") -> Callable[[Genome], float]:
     """A sort key for hand-picked genomes: the analytic simulator's time of the genome on
     `problem` (its family's model; a genome no model covers sorts last, in its file order).
-    `families`: the campaign's family registry, plug-in families included (default: built-in)."""
+    `families`: the campaign's family registry, plug-in families included (default: built-in).
+    `device`: the simulated device (a name or a DeviceSpec: the campaign's, `seed_model_device`)."""
     from evaluator.simulator import SimulatedEvaluator
-    sim = SimulatedEvaluator(families=families)
+    sim = SimulatedEvaluator(families=families, device=device)
 
     def key(genome: Genome) -> float:
         try:

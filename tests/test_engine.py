@@ -922,3 +922,32 @@ def test_a_campaign_that_recorded_no_revision_takes_the_one_its_genomes_name(tmp
         assert recorded_revision(db, fams) == 0
     finally:
         db.close()
+
+
+def test_a_campaign_orders_its_seeds_with_the_simulated_h200_it_was_created_with(tmp_path):
+    """The seeding model's H200 got the measured cluster capacity (seed_model_revision 1); a campaign that
+    recorded no revision orders, fits and prunes its seeds with the layout of before, as it ran then, so
+    its resume replays. At 2048^3 the two order sm90_lean's clustered seeds differently."""
+    from dataclasses import replace as dc_replace
+    from evolution.campaign_spaces import SEED_MODEL_KEY, seed_model_device
+    from evolution.db import CampaignDB
+    from evaluator.sim_device import LEGACY_GPC_SMS, get_device
+    data = small_config(families=["sm90_lean"], shapes=["2048x2048x2048"], budget={"evaluations_per_shape": 4},
+                        population={"size": 4, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1},
+                        evaluator={"backend": "simulator"})
+    first = {}
+    for revision in (None, 1):
+        folder = tmp_path / f"rev{revision}"
+        create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
+        db = CampaignDB(folder / "campaign.db")
+        assert db.get_meta(SEED_MODEL_KEY) == 1 and seed_model_device(db) == get_device("h200")
+        if revision is None:                                   # as if created before the record
+            db.conn.execute("DELETE FROM meta WHERE key=?", (SEED_MODEL_KEY,))
+            assert seed_model_device(db) == dc_replace(get_device("h200"), gpc_sms=LEGACY_GPC_SMS)
+        db.close()
+        run_campaign(folder, progress=Silent())
+        first[revision] = [g for (g,) in rows(folder, "SELECT genome_id FROM proposals WHERE round=0 ORDER BY seq")]
+        done = rows(folder, "SELECT genome_id FROM proposals ORDER BY seq")
+        run_campaign(folder, progress=Silent(), mode="resume")       # replays with the recorded model
+        assert rows(folder, "SELECT genome_id FROM proposals ORDER BY seq") == done
+    assert first[None] != first[1]
