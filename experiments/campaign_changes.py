@@ -90,7 +90,9 @@ def extend_campaign(folder: "str | Path", evaluations: "int | None" = None, wall
     shapes that stopped on that limit or are still running, and to those that go on with more
     evaluations (granted in this extension, or in an earlier one no run has taken yet): split evenly
     among them, or, with shapes not started yet, an even share each among them and those shapes, which
-    take the rest when they start. An extension that changes nothing for any shape is refused."""
+    take the rest when they start. With evaluations and time raised together, a started shape that
+    stopped on that time limit also gets the evaluations. An extension that changes nothing for any
+    shape is refused."""
     asked = {"evaluations": evaluations, "wall_seconds": wall_seconds, "gpu_seconds": gpu_seconds}
     if all(v is None for v in asked.values()):
         raise ValueError("nothing to extend: give --evaluations N, --wall-seconds S and/or --gpu-seconds S")
@@ -142,9 +144,13 @@ def extend_campaign(folder: "str | Path", evaluations: "int | None" = None, wall
             # no run has taken yet), else a shape that spent its wall share on its first evaluations stops
             # at once, its evaluation grant unspent
             goes_on = unspent | {name for name, grant in grants.items() if "evaluations" in grant}
+            # and for evaluations, also those that stopped on a time limit this extension raises: with
+            # both raised they go on to the raised evaluation budget, as a shape not started would
+            time_raised = {BUDGET_REASONS[d] for d in ("wall_seconds", "gpu_seconds") if d in raised}
             takers = [r["problem"] for r in started
                       if r["status"] != "done" or (r["reason"] or "") == BUDGET_REASONS[dim]
-                      or (dim != "evaluations" and r["problem"] in goes_on)]
+                      or (dim != "evaluations" and r["problem"] in goes_on)
+                      or (dim == "evaluations" and (r["reason"] or "") in time_raised)]
             if dim == "evaluations" and "evaluations_per_shape" in raised:
                 extra = {n: int(evaluations) for n in takers}  # type: ignore[arg-type]
             elif pending and dim == "evaluations":

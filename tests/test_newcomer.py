@@ -370,6 +370,23 @@ def test_extend_with_shapes_not_started_shares_the_wall_with_the_started_ones_th
     assert _evaluations(folder) == {s: 10 for s in shapes}
 
 
+def test_extend_with_evaluations_and_wall_raises_both_for_shapes_that_stopped_on_wall(tmp_path):
+    """Shapes the wall budget stopped (here starved: 0 evaluations) go on, with both raised, to the raised
+    evaluation budget, as a shape not started would; before, they took only the wall and stopped at the
+    old one."""
+    shapes = ["512x512x512", "1024x1024x1024", "2048x2048x2048"]
+    folder = tmp_path / "c"
+    create_campaign(parse_campaign(_slow_config(shapes, evaluations_per_shape=6, wall_seconds=0.3),
+                                   base_dir=tmp_path), folder)
+    run_campaign(folder, progress=Silent(), plots=False)
+    stopped = [p for p, r in _db(folder).execute("SELECT problem, reason FROM shapes") if r == "wall-time budget spent"]
+    assert stopped
+    entry = extend_campaign(folder, evaluations=4, wall_seconds=30)
+    assert all(entry["grants"][p].get("evaluations") == 4 and entry["grants"][p].get("wall_seconds") for p in stopped)
+    run_campaign(folder, progress=Silent(), mode="resume", plots=False)
+    assert _evaluations(folder) == {s: 10 for s in shapes}
+
+
 def test_a_shape_starved_beside_others_resumes_and_replays_after_extend(tmp_path):
     """Two shapes side by side, the wall budget spent before the second ran a round: extended in wall, it
     runs from its first round, and a second resume replays it (it failed with ReplayMismatch)."""
