@@ -350,19 +350,13 @@ def test_extend_with_evaluations_and_wall_gives_the_wall_to_the_shapes_that_go_o
         extend_campaign(folder, wall_seconds=60)
 
 
-class _StopAfterFirstShape:
-    def update(self, rows, simulated=None, evaluator=None):
-        if rows and rows[0]["status"] == "done":
-            raise KeyboardInterrupt
-
-
 def test_extend_with_shapes_not_started_shares_the_wall_with_the_started_ones_that_go_on(tmp_path):
     shapes = ["512x512x512", "1024x1024x1024", "2048x2048x2048"]
     folder = tmp_path / "c"
     create_campaign(parse_campaign(_slow_config(shapes, evaluations_per_shape=6, wall_seconds=1.0),
                                    base_dir=tmp_path), folder)
-    with pytest.raises(KeyboardInterrupt):
-        run_campaign(folder, progress=_StopAfterFirstShape(), plots=False)
+    with pytest.raises(Stop):
+        run_campaign(folder, progress=StopAfterFirstShape(), plots=False)
     entry = extend_campaign(folder, evaluations=4, wall_seconds=30)
     assert entry["pending"] == shapes[1:]
     assert entry["grants"] == {shapes[0]: {"evaluations": 4, "wall_seconds": 10.0}}
