@@ -1,8 +1,10 @@
-"""The search spaces a campaign searches: each family's as the campaign was created.
+"""The search spaces a campaign searches, and the simulated device that orders its seeds: each as the
+campaign was created.
 
 A campaign records the space revision it was created at (`genome.SPACE_REVISION`, meta key
 `space_revision`); a parameter added to a family since stays pinned to its default in it
-(`SearchSpace.as_of`), so its random draws, and its resume by replay, are those of the older code.
+(`SearchSpace.as_of`), so its random draws, and its resume by replay, are those of the older code. It
+records the seed model's revision the same way (`seed_model_revision`, `seed_model_device`).
 """
 
 from __future__ import annotations

@@ -135,6 +135,9 @@ def extend_campaign(folder: "str | Path", evaluations: "int | None" = None, wall
         unspent = {name for ext in db.get_meta("extensions") or []
                    if ext.get("evaluations_before") == db.evaluation_count()
                    for name, grant in (ext.get("grants") or {}).items() if "evaluations" in grant}
+        # the stop reasons of the time limits this extension raises: with evaluations raised too, a shape
+        # that stopped on one goes on to the raised evaluation budget, as a shape not started would
+        time_raised = {BUDGET_REASONS[d] for d in ("wall_seconds", "gpu_seconds") if d in raised}
         for dim, keys in (("evaluations", {"evaluations_per_shape", "total_evaluations"}),
                           ("wall_seconds", {"wall_seconds"}), ("gpu_seconds", {"gpu_seconds"})):
             if not raised & keys:
@@ -144,9 +147,7 @@ def extend_campaign(folder: "str | Path", evaluations: "int | None" = None, wall
             # no run has taken yet), else a shape that spent its wall share on its first evaluations stops
             # at once, its evaluation grant unspent
             goes_on = unspent | {name for name, grant in grants.items() if "evaluations" in grant}
-            # and for evaluations, also those that stopped on a time limit this extension raises: with
-            # both raised they go on to the raised evaluation budget, as a shape not started would
-            time_raised = {BUDGET_REASONS[d] for d in ("wall_seconds", "gpu_seconds") if d in raised}
+            # and for evaluations, also those that stopped on a time limit this extension raises (below)
             takers = [r["problem"] for r in started
                       if r["status"] != "done" or (r["reason"] or "") == BUDGET_REASONS[dim]
                       or (dim != "evaluations" and r["problem"] in goes_on)
