@@ -63,7 +63,8 @@ class StrategyFactory:
             on_proposed=lambda children: self._prefetch_early(state, children),
             frozen=functools.partial(frozen_params, families=plugins.families),
             extra={"gpu": self._gpu_facts(), "baselines": _baseline_times(state)},
-            check=functools.partial(safety_refusal, render=self.render) if self.render else None)
+            check=functools.partial(safety_refusal, render=self.render) if self.render else None,
+            price=model_order(state.problem, plugins.families, self.seed_device))
         return build_strategy(plugins.strategies.resolve(name), ctx)
 
     def _gpu_facts(self) -> str:

@@ -102,7 +102,8 @@ class EvolutionStrategy(OperatorCalls):
                  on_proposed: "Callable[[Sequence[Offspring]], None] | None" = None,
                  frozen: "Callable[[Genome], frozenset[str]] | None" = None,
                  check: "Callable[[Genome], str | None] | None" = None,
-                 facts: "Mapping[str, Any] | None" = None):
+                 facts: "Mapping[str, Any] | None" = None,
+                 price: "Callable[[Genome], float] | None" = None):
         if not spaces:
             raise ValueError("evolution needs at least one search space")
         if not operators:
@@ -131,6 +132,7 @@ class EvolutionStrategy(OperatorCalls):
         self.frozen = frozen            # genome -> the parameters its patched blocks cover (operators keep them)
         self.check = check              # genome -> why its patched code may not be built, or None
         self.facts: dict[str, Any] = dict(facts or {})  # what prompts show of the GPU and the baselines
+        self.price = price              # genome -> the analytic model's time on the shape (model_mutate)
         families = [s.family for s in spaces]
         n_islands = max(islands, len(families))
         self.islands = [Island(i, families[i % len(families)]) for i in range(n_islands)]
@@ -184,7 +186,8 @@ class EvolutionStrategy(OperatorCalls):
                    reward=cfg.selection.reward, parent_selection=ctx.parent_selection(), render=ctx.render,
                    llm=getattr(ctx, "llm", None), executor=getattr(ctx, "executor", None),
                    on_proposed=getattr(ctx, "on_proposed", None), frozen=getattr(ctx, "frozen", None),
-                   check=getattr(ctx, "check", None), facts=getattr(ctx, "extra", None))
+                   check=getattr(ctx, "check", None), facts=getattr(ctx, "extra", None),
+                   price=getattr(ctx, "price", None))
 
     # -- search-strategy protocol -----------------------------------------------------------------
     @property

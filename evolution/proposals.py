@@ -70,7 +70,8 @@ class OperatorCalls:
         if llm is not None and hasattr(llm, "scoped"):
             llm = llm.scoped(f"{seed:016x}")
         ctx = OperatorContext(space=space, problem=self.problem, rng=random.Random(seed), history=history,
-                              render=self.render, spaces=self.spaces, llm=llm, frozen=self.frozen)
+                              render=self.render, spaces=self.spaces, llm=llm, frozen=self.frozen,
+                              price=self.price)
         return _Call(slot, island, arm, entry, parents, ctx)
 
     def _release(self, arm: str) -> None:

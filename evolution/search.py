@@ -41,6 +41,7 @@ class StrategyContext:
     on_proposed: "Callable[[Sequence[Any]], None] | None" = None  # children as soon as a call returns
     frozen: "Callable[[Any], frozenset[str]] | None" = None  # genome -> parameters its patches cover
     check: "Callable[[Any], str | None] | None" = None  # genome -> why its patched code may not be built
+    price: "Callable[[Any], float] | None" = None  # genome -> the analytic model's time on the shape (model_mutate)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def seed_for(self, *parts: Any) -> int:

@@ -3,7 +3,7 @@
 from .genome import Genome, Patch
 from .problem import Problem
 from .space import SPACE_REVISION, InvalidGenome, ParamSpec, Rule, SearchSpace, ShapeRule, Violation
-from .operators import (FamilyJump, Offspring, Operator, OperatorContext, OperatorError, ParamCrossover, ParamMutate, RandomSample,
+from .operators import (FamilyJump, ModelMutate, Offspring, Operator, OperatorContext, OperatorError, ParamCrossover, ParamMutate, RandomSample,
                         apply_operator, classic_operators)
 from .registry import PluginError, Registry, check_params, class_with, describe_object, is_import_path, load_object
 
@@ -11,6 +11,6 @@ __all__ = [
     "Genome", "Patch", "Problem", "InvalidGenome", "ParamSpec", "Rule", "SearchSpace", "ShapeRule", "Violation",
     "SPACE_REVISION",
     "Offspring", "Operator", "OperatorContext", "ParamCrossover", "ParamMutate",
-    "RandomSample", "FamilyJump", "OperatorError", "apply_operator", "classic_operators", "PluginError", "Registry", "check_params", "class_with", "describe_object", "is_import_path",
+    "RandomSample", "FamilyJump", "ModelMutate", "OperatorError", "apply_operator", "classic_operators", "PluginError", "Registry", "check_params", "class_with", "describe_object", "is_import_path",
     "load_object",
 ]

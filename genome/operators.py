@@ -6,6 +6,7 @@ hands it, and proposes children. LLM operators (llm_mutators/) implement the sam
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
@@ -34,6 +35,10 @@ class OperatorContext:
     # operators leave them as they are, since changing one gives a new id but not new code.
     # None: no freezing.
     frozen: "Callable[[Genome], frozenset[str]] | None" = None
+    # the analytic model's time (us) of a genome on `problem`, on the campaign's simulated device
+    # (evolution.seeding.model_order; inf where no model prices it): the surrogate model_mutate ranks
+    # its candidates by. None: the engine gave no model
+    price: "Callable[[Genome], float] | None" = None
 
     def space_of(self, genome: Genome) -> SearchSpace:
         """The space of the genome's own family (an operator may move a child to another family)."""
@@ -158,6 +163,56 @@ class FamilyJump:
                           note=f"from {parent.family} to {space.family}, kept {', '.join(kept) or 'nothing'}")]
 
 
+class ModelMutate:
+    """Surrogate-guided mutation, as TVM MetaSchedule's cost model guides its evolutionary search:
+    draw `candidates` mutations of the parent (one to `n_changes` parameters each, like
+    param_mutate) and `jumps` genomes sampled from the whole space, keep those valid on the shape and
+    not measured yet, and propose the one the family's analytic model (`ctx.price`) says is fastest.
+    Each child still costs a build and a timing: the model only chooses which. It reaches tiles
+    fitted to the shape's wave count that one random move rarely hits. Where the model prices none
+    of them, the first candidate goes (a plain mutation). On the simulator backend the model is the
+    evaluator itself, so there this operator is an oracle, not a test of the search."""
+
+    arity = 1
+
+    def __init__(self, candidates: int = 8, n_changes: int = 2, jumps: int = 0, name: str = "model_mutate"):
+        if candidates < 1:
+            raise ValueError("model_mutate: candidates must be >= 1")
+        if n_changes < 1:
+            raise ValueError("model_mutate: n_changes must be >= 1")
+        if jumps < 0:
+            raise ValueError("model_mutate: jumps must be >= 0")
+        self.candidates, self.n_changes, self.jumps, self.name = candidates, n_changes, jumps, name
+
+    def __call__(self, parents: Sequence[Genome], ctx: OperatorContext) -> list[Offspring]:
+        if ctx.price is None:
+            raise OperatorError("unavailable", "model_mutate needs the analytic model (the engine gives "
+                                               "OperatorContext.price); none was given")
+        parent = parents[0]
+        space, frozen = ctx.space_of(parent), ctx.frozen_of(parent)
+        measured = ctx.history.get("times") or {}
+        drawn = [(space.mutate(parent, ctx.rng, n_changes=ctx.rng.randint(1, self.n_changes), frozen=frozen), "move")
+                 for _ in range(self.candidates)]
+        if not frozen:  # a sample from the whole space would drop the parent's patches
+            drawn += [(space.sample(ctx.rng), "jump") for _ in range(self.jumps)]
+        pool: list[tuple[Genome, str]] = []
+        seen = {parent.id, *measured}
+        for genome, kind in drawn:
+            if genome.id not in seen and space.is_valid(genome, ctx.problem):
+                seen.add(genome.id)
+                pool.append((genome, kind))
+        if not pool:
+            return []
+        t, i = min((float(ctx.price(g)), i) for i, (g, _) in enumerate(pool))
+        if not math.isfinite(t):
+            return [Offspring(pool[0][0], self.name, (parent.id,),
+                              note="model_mutate: the model priced no candidate; a plain mutation")]
+        genome, kind = pool[i]
+        return [Offspring(genome, self.name, (parent.id,),
+                          note=f"model_mutate: the fastest of {len(pool)} candidates by the model "
+                               f"({t:.1f} us, a {kind})")]
+
+
 def apply_operator(op: Operator, parents: Sequence[Genome], ctx: OperatorContext) -> list[Offspring]:
     """Run an operator and keep only children valid for the problem (repairing where the space can),
     each in the space of its own family. A repair that would change a frozen parameter (one that a
@@ -181,4 +236,4 @@ def apply_operator(op: Operator, parents: Sequence[Genome], ctx: OperatorContext
 
 def classic_operators() -> dict[str, Callable[..., Operator]]:
     return {"param_mutate": ParamMutate, "param_crossover": ParamCrossover, "random_sample": RandomSample,
-            "family_jump": FamilyJump}
+            "family_jump": FamilyJump, "model_mutate": ModelMutate}
