@@ -15,7 +15,7 @@ from templates import frozen_params
 from .operators import build_operators
 from .rng import derive_seed
 from .search import StrategyContext, build_strategy
-from .seeding import fit_shape_knobs, model_order, seeds_for
+from .seeding import fit_shape_knobs, lazy_model_order, model_order, seeds_for
 from .shape_state import ShapeState
 
 
@@ -64,7 +64,7 @@ class StrategyFactory:
             frozen=functools.partial(frozen_params, families=plugins.families),
             extra={"gpu": self._gpu_facts(), "baselines": _baseline_times(state)},
             check=functools.partial(safety_refusal, render=self.render) if self.render else None,
-            price=model_order(state.problem, plugins.families, self.seed_device))
+            price=lazy_model_order(state.problem, plugins.families, self.seed_device))
         return build_strategy(plugins.strategies.resolve(name), ctx)
 
     def _gpu_facts(self) -> str:

@@ -71,7 +71,7 @@ class OperatorCalls:
             llm = llm.scoped(f"{seed:016x}")
         ctx = OperatorContext(space=space, problem=self.problem, rng=random.Random(seed), history=history,
                               render=self.render, spaces=self.spaces, llm=llm, frozen=self.frozen,
-                              price=self.price)
+                              price=self.price, proposed=frozenset(self.proposed))
         return _Call(slot, island, arm, entry, parents, ctx)
 
     def _release(self, arm: str) -> None:

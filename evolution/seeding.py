@@ -134,6 +134,18 @@ def read_seed_pool(campaign_dir: "str | Path", per_shape: int = 8) -> dict[str, 
     return pool
 
 
+def lazy_model_order(problem: Problem, families: Any = None, device: Any = "h200") -> Callable[[Genome], float]:
+    """`model_order(problem, families, device)`, made on its first call: a shape whose operators never
+    price a genome loads no family model."""
+    made: list[Callable[[Genome], float]] = []
+
+    def key(genome: Genome) -> float:
+        if not made:
+            made.append(model_order(problem, families, device))
+        return made[0](genome)
+    return key
+
+
 def model_order(problem: Problem, families: Any = None, device: Any = "h200") -> Callable[[Genome], float]:
     """A sort key for hand-picked genomes: the analytic simulator's time of the genome on
     `problem` (its family's model; a genome no model covers sorts last, in its file order).

@@ -51,6 +51,23 @@ def variant_overrides(strategy: str, policy: str, campaign_policy: "str | None" 
     raise ValueError(f"unknown ablation strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
 
 
+def refuse_model_operators(config: Any) -> None:
+    """An ablation runs on the simulator, whose model is the evaluator: an operator that ranks its
+    children by that model (`uses_model`, e.g. model_mutate) would be an oracle for the evolution
+    variants that Optuna and random search do not get. Such a campaign is refused, with the reason."""
+    from evolution.operators import operator_registry
+    registry = operator_registry()   # built-in names, and import paths of plug-ins
+    for spec in config.operators:
+        try:
+            factory = registry.resolve(spec.name)
+        except Exception:  # noqa: BLE001 - an unknown operator fails later, with its own message
+            continue
+        if getattr(factory, "uses_model", False):
+            raise ValueError(f"operator {spec.name!r} ranks its children by the simulator's model, which is "
+                             "the evaluator of an ablation (an oracle the other strategies do not get); "
+                             "leave it out of the campaign for the ablation")
+
+
 def run_one(campaign: str, strategy: str, seed: int, policy: str, folder: str, budget: "int | None",
             extra: "Mapping[str, Any] | None" = None) -> dict:
     """Run one (strategy, seed) on the simulator into `folder`; return its per-shape trajectories.
@@ -69,6 +86,7 @@ def run_one(campaign: str, strategy: str, seed: int, policy: str, folder: str, b
         overrides["budget"] = {"evaluations_per_shape": budget}
     overrides.update(extra or {})
     config = load_campaign(campaign, overrides)
+    refuse_model_operators(config)
     out = Path(folder)
     if not (out / "campaign.db").exists():
         create_campaign(config, out, source=campaign)
@@ -215,6 +233,7 @@ def run_ablation(campaign: str, seeds: int = 5, out_dir: "str | Path" = "runs/ab
     strategies = list(strategies or STRATEGIES)
     for s in strategies:
         variant_overrides(s, policy)
+    refuse_model_operators(load_campaign(campaign))  # before any run starts
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     seed_list = [base_seed + i for i in range(seeds)]

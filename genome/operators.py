@@ -39,6 +39,9 @@ class OperatorContext:
     # (evolution.seeding.model_order; inf where no model prices it): the surrogate model_mutate ranks
     # its candidates by. None: the engine gave no model
     price: "Callable[[Genome], float] | None" = None
+    # ids of the genomes the strategy has already proposed on this shape (measured, failed or still in
+    # flight): a child with one of them is dropped, so an operator that ranks candidates skips them
+    proposed: frozenset = frozenset()
 
     def space_of(self, genome: Genome) -> SearchSpace:
         """The space of the genome's own family (an operator may move a child to another family)."""
@@ -166,14 +169,19 @@ class FamilyJump:
 class ModelMutate:
     """Surrogate-guided mutation, as TVM MetaSchedule's cost model guides its evolutionary search:
     draw `candidates` mutations of the parent (one to `n_changes` parameters each, like
-    param_mutate) and `jumps` genomes sampled from the whole space, keep those valid on the shape and
-    not measured yet, and propose the one the family's analytic model (`ctx.price`) says is fastest.
-    Each child still costs a build and a timing: the model only chooses which. It reaches tiles
-    fitted to the shape's wave count that one random move rarely hits. Where the model prices none
-    of them, the first candidate goes (a plain mutation). On the simulator backend the model is the
-    evaluator itself, so there this operator is an oracle, not a test of the search."""
+    param_mutate) and, for a parent without code patches, `jumps` genomes sampled from the whole
+    space; keep those valid on the shape and not proposed on it before, and propose the one the
+    family's analytic model (`ctx.price`) says is fastest. Each child still costs a build and a
+    timing: the model only chooses which. Where the model prices none of them, the first candidate
+    goes (a plain mutation).
+
+    On the simulator backend with its default model, the model is the evaluator itself, so there
+    this operator is an oracle, not a test of a search (`evogemm ablate` refuses it). The children
+    depend on the model: a campaign that uses it resumes identically only with the same family
+    models and calibration files (as its seed order does)."""
 
     arity = 1
+    uses_model = True  # it ranks by the simulator's model: an oracle where that model is the evaluator
 
     def __init__(self, candidates: int = 8, n_changes: int = 2, jumps: int = 0, name: str = "model_mutate"):
         if candidates < 1:
@@ -190,20 +198,19 @@ class ModelMutate:
                                                "OperatorContext.price); none was given")
         parent = parents[0]
         space, frozen = ctx.space_of(parent), ctx.frozen_of(parent)
-        measured = ctx.history.get("times") or {}
         drawn = [(space.mutate(parent, ctx.rng, n_changes=ctx.rng.randint(1, self.n_changes), frozen=frozen), "move")
                  for _ in range(self.candidates)]
-        if not frozen:  # a sample from the whole space would drop the parent's patches
+        if not parent.patches:  # a sample of the whole space would drop the parent's code patches
             drawn += [(space.sample(ctx.rng), "jump") for _ in range(self.jumps)]
         pool: list[tuple[Genome, str]] = []
-        seen = {parent.id, *measured}
+        seen = {parent.id, *ctx.proposed, *(ctx.history.get("times") or {})}
         for genome, kind in drawn:
             if genome.id not in seen and space.is_valid(genome, ctx.problem):
                 seen.add(genome.id)
                 pool.append((genome, kind))
         if not pool:
             return []
-        t, i = min((float(ctx.price(g)), i) for i, (g, _) in enumerate(pool))
+        t, i = min((_finite(ctx.price(g)), i) for i, (g, _) in enumerate(pool))
         if not math.isfinite(t):
             return [Offspring(pool[0][0], self.name, (parent.id,),
                               note="model_mutate: the model priced no candidate; a plain mutation")]
@@ -211,6 +218,15 @@ class ModelMutate:
         return [Offspring(genome, self.name, (parent.id,),
                           note=f"model_mutate: the fastest of {len(pool)} candidates by the model "
                                f"({t:.1f} us, a {kind})")]
+
+
+def _finite(t: Any) -> float:
+    """A price as a float; NaN and anything that is not a number rank last (inf)."""
+    try:
+        t = float(t)
+    except (TypeError, ValueError):
+        return math.inf
+    return t if math.isfinite(t) else math.inf
 
 
 def apply_operator(op: Operator, parents: Sequence[Genome], ctx: OperatorContext) -> list[Offspring]:

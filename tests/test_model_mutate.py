@@ -58,18 +58,45 @@ def test_it_proposes_the_candidate_the_price_finds_fastest():
 def test_jumps_rank_genomes_from_the_whole_space_too():
     parent = _parent()
     model = model_order(PROBLEM)
-    local = ModelMutate(candidates=4, n_changes=1)([parent], _ctx(11, model))[0]
-    wide = ModelMutate(candidates=4, n_changes=1, jumps=32)([parent], _ctx(11, model))[0]
+    calls: list[int] = []
+
+    def counted(g: Genome) -> float:
+        calls.append(1)
+        return model(g)
+    local = ModelMutate(candidates=4, n_changes=1)([parent], _ctx(11, counted))[0]
+    n_local = len(calls)
+    wide = ModelMutate(candidates=4, n_changes=1, jumps=32)([parent], _ctx(11, counted))[0]
+    assert n_local <= 4 < len(calls) - n_local              # the samples were priced too
     assert model(wide.genome) <= model(local.genome)        # the same 4 moves, and 32 samples more
-    assert "a jump" in wide.note or wide.genome.id == local.genome.id
+    # a price that favours samples far from the parent makes a jump win, and the note says so
+    far = ModelMutate(candidates=4, n_changes=1, jumps=32)(
+        [parent], _ctx(11, lambda g: -sum(g.param_dict.get(k) != v for k, v in parent.param_dict.items())))[0]
+    assert "a jump" in far.note
 
 
-def test_it_skips_genomes_already_measured():
+def test_it_skips_genomes_already_measured_or_proposed():
     parent = _parent()
     model = model_order(PROBLEM)
     first = ModelMutate(candidates=8)([parent], _ctx(2, model))[0].genome
-    second = ModelMutate(candidates=8)([parent], _ctx(2, model, history={"times": {first.id: 50.0}}))
-    assert second == [] or second[0].genome.id != first.id
+    measured = ModelMutate(candidates=8)([parent], _ctx(2, model, history={"times": {first.id: 50.0}}))
+    assert measured and measured[0].genome.id != first.id   # the runner-up, not nothing
+    ctx = _ctx(2, model)
+    ctx.proposed = frozenset({first.id})                     # proposed before (failed, or still in flight)
+    proposed = ModelMutate(candidates=8)([parent], ctx)
+    assert proposed and proposed[0].genome.id == measured[0].genome.id
+
+
+def test_every_child_is_valid_on_the_shape_and_in_its_parents_family():
+    """A parent of another family than ctx.space is mutated in its own space (ctx.space_of), and
+    candidates the shape does not allow never come out (M = 64: no 256-row tile, say)."""
+    lean = REG.space("sm90_lean")
+    problem = Problem(64, 4096, 4096)
+    parent = next(g for _, g in REG.resolve("sm90_lean").seeds() if lean.is_valid(g, problem))
+    for seed in range(15):
+        ctx = OperatorContext(space=SPACE, problem=problem, rng=random.Random(seed), price=model_order(problem),
+                              spaces={"sm90_cutlass": SPACE, "sm90_lean": lean})
+        for kid in ModelMutate(candidates=6, jumps=6)([parent], ctx):
+            assert kid.genome.family == "sm90_lean" and lean.is_valid(kid.genome, problem)
 
 
 def test_without_a_model_it_fails_as_an_operator_and_an_unpriced_pool_gives_a_plain_mutation():
@@ -79,17 +106,26 @@ def test_without_a_model_it_fails_as_an_operator_and_an_unpriced_pool_gives_a_pl
     assert err.value.kind == "unavailable"
     kids = ModelMutate(candidates=3)([parent], _ctx(1, lambda g: float("inf")))
     assert len(kids) == 1 and "priced no candidate" in kids[0].note and kids[0].genome.id != parent.id
+    # a NaN price ranks last, not first
+    cost = model_order(PROBLEM)
+    nan_first = ModelMutate(candidates=6)([parent], _ctx(1, lambda g: float("nan") if g.id == kids[0].genome.id
+                                                         else cost(g)))
+    assert nan_first[0].genome.id != kids[0].genome.id and "fastest of" in nan_first[0].note
 
 
-def test_a_patched_parent_keeps_its_frozen_parameters_and_takes_no_jumps():
+def test_a_patched_parent_keeps_its_frozen_parameters_and_its_patches_and_takes_no_jumps():
     parent = _parent()
-    patched = Genome.make(parent.family, parent.param_dict, (Patch("tile_config", "x", "y"),))
-    frozen = {"tile_m", "tile_n", "tile_k"}
-    ctx = _ctx(4, model_order(PROBLEM), frozen=lambda g: frozenset(frozen))
-    kids = apply_operator(ModelMutate(candidates=8, jumps=16), [patched], ctx)
-    for kid in kids:
-        assert all(kid.genome[name] == patched[name] for name in frozen)
-        assert kid.genome.patches == patched.patches
+    far = lambda g: -sum(g.param_dict.get(k) != v for k, v in parent.param_dict.items())  # jumps would win  # noqa: E731
+    # a patch that freezes tile parameters, and one that freezes none (a `kernel` block)
+    for block, frozen in (("tile_config", {"tile_m", "tile_n", "tile_k"}), ("kernel", set())):
+        patched = Genome.make(parent.family, parent.param_dict, (Patch(block, "x", "y"),))
+        for seed in range(6):
+            ctx = _ctx(seed, far, frozen=lambda g, f=frozen: frozenset(f))
+            kids = apply_operator(ModelMutate(candidates=8, jumps=16), [patched], ctx)
+            assert kids
+            for kid in kids:
+                assert all(kid.genome[name] == patched[name] for name in frozen)
+                assert kid.genome.patches == patched.patches and "a move" in kid.note
 
 
 def test_bad_settings_are_refused_and_the_name_is_registered():
@@ -124,14 +160,38 @@ def test_a_campaign_hands_the_operator_its_model(tmp_path):
     assert all("fastest of" in (note or "") for _, note in rows)
 
 
-def test_on_the_simulator_its_children_beat_random_moves(tmp_path):
-    """On the simulator the model is the evaluator, so model_mutate is an oracle there: it must find a
-    faster genome than param_mutate with the same budget and seed (a check of the wiring, not a result)."""
-    def best(name: str, op: str) -> float:
-        _campaign(tmp_path, name, [{"name": op}])
+def test_on_the_simulator_the_ranking_finds_faster_genomes(tmp_path):
+    """On the simulator the model is the evaluator, so model_mutate is an oracle there: ranking 8
+    candidates must find a faster genome than taking the one candidate there is (candidates: 1, the
+    same draws otherwise), with the same budget and seed. A check of the wiring, not a result."""
+    def best(name: str, candidates: int) -> float:
+        _campaign(tmp_path, name, [{"name": "model_mutate", "params": {"candidates": candidates}}])
         conn = sqlite3.connect(str(tmp_path / name / "campaign.db"))
         try:
             return conn.execute("SELECT MIN(device_us) FROM evaluations WHERE status = 'ok'").fetchone()[0]
         finally:
             conn.close()
-    assert best("guided", "model_mutate") < best("random", "param_mutate")
+    assert best("ranked", 8) < best("unranked", 1)
+
+
+def test_the_model_is_made_only_when_an_operator_prices(monkeypatch):
+    from evolution import seeding
+    made: list[int] = []
+    real = seeding.model_order
+    monkeypatch.setattr(seeding, "model_order", lambda *a, **k: made.append(1) or real(*a, **k))
+    price = seeding.lazy_model_order(PROBLEM)
+    assert made == []
+    t = price(_parent())
+    price(_parent())
+    assert made == [1] and t == real(PROBLEM)(_parent())
+
+
+def test_an_ablation_refuses_a_campaign_that_ranks_by_the_model(tmp_path):
+    from experiments.ablation import run_ablation
+    path = tmp_path / "c.yaml"
+    path.write_text("name: mm\nseed: 0\nshapes: [1024x1024x1024]\nfamilies: [sm90_cutlass]\n"
+                    "evaluator: {backend: simulator}\nbudget: {evaluations_per_shape: 12}\n"
+                    "operators:\n  - {name: param_mutate}\n  - {name: model_mutate}\n")
+    with pytest.raises(ValueError, match="model_mutate.*oracle"):
+        run_ablation(str(path), seeds=1, out_dir=tmp_path / "out")
+    assert not (tmp_path / "out" / "runs").exists()
