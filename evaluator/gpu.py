@@ -226,6 +226,10 @@ class GpuEvaluator:
         out.update(paired=paired.to_dict(), aa=aa.to_dict(), kernel_us=k.median_us, vendor_us=v.median_us)
         return out
 
+    def builds_pending(self) -> int:
+        """Builds submitted and not finished (closing waits for the running ones)."""
+        return self.compiler.pending()
+
     def close(self) -> None:
         self.compiler.close()
         self.pool.close()

@@ -156,6 +156,9 @@ class Engine(StrategyFactory, EngineViews):
         return ev
 
     def close(self) -> None:
+        pending = getattr(self._evaluator, "builds_pending", None) if self._own_evaluator else None
+        if callable(pending) and pending():  # speculative builds: the cache keeps them for a later run
+            self.log("closing: the builds still running finish first (queued ones are dropped)")
         self._pool.shutdown(wait=True)
         if self._operator_pool is not None:
             self._operator_pool.shutdown(wait=True)
