@@ -95,10 +95,27 @@ class RlSelection:
                 f"{r['failure_reward']:g}, warm-start weight {r['warm_start_weight']:g}")
 
 
+POPULATION = {"size": 12, "islands": 2, "offspring": 6, "migration_interval": 3, "migration_size": 2, "elite": 2}
+
+
+def check_population(population: "Mapping[str, Any] | None") -> dict[str, Any]:
+    """The ablation's population (quickstart's, POPULATION) with `population`'s keys changed; a key it
+    does not have, or a value that is not a whole number >= 1, is refused before any run."""
+    out = dict(POPULATION)
+    for key, value in (population or {}).items():
+        if key not in POPULATION:
+            raise ValueError(f"ablation: --population {key}: not a population setting; known: {', '.join(POPULATION)}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"ablation: --population {key} must be a whole number >= 1, got {value!r}")
+        out[key] = value
+    return out
+
+
 def campaign_dict(seed: int, variant: str, budget: int, shapes: Sequence[str], candidates: int = 4,
                   param_mutate: bool = True, seeded: bool = False,
                   rl: "RlSelection | None" = None, broken: str = "garbage",
-                  parents: "Mapping[str, Any] | None" = None, jumps: int = 0) -> dict[str, Any]:
+                  parents: "Mapping[str, Any] | None" = None, jumps: int = 0,
+                  population: "Mapping[str, Any] | None" = None) -> dict[str, Any]:
     """The ablation's campaign: quickstart's population and reward, three scripted LLM arms (good,
     mediocre and the bad kind `broken` names: garbage or misleading) and param_mutate, all priors
     equal, on the simulator without noise. Unless `seeded`, the first population is all random
@@ -106,7 +123,8 @@ def campaign_dict(seed: int, variant: str, budget: int, shapes: Sequence[str], c
     finds comes from its operators and not from a seed that is already the best genome of the
     shape. `rl`: the rl variant's selection (default: quickstart's). `parents`: parameters of the
     parent selection (fitness_novelty), for both variants alike (default: its own defaults). `jumps`:
-    genomes from the whole space the good model weighs besides its `candidates` moves (0: none)."""
+    genomes from the whole space the good model weighs besides its `candidates` moves (0: none).
+    `population`: population settings that differ from quickstart's (`check_population`)."""
     if variant not in VARIANTS:
         raise ValueError(f"ablation: unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
     sel = (rl or RlSelection()).resolved if variant == "rl" else UNIFORM
@@ -116,8 +134,7 @@ def campaign_dict(seed: int, variant: str, budget: int, shapes: Sequence[str], c
         operators.append({"name": "param_mutate"})
     return {"name": f"arms-{variant}-s{seed}", "seed": seed, "shapes": list(shapes),
             "budget": {"evaluations_per_shape": budget},
-            "population": {"size": 12, "islands": 2, "offspring": 6, "migration_interval": 3,
-                           "migration_size": 2, "elite": 2, "seed_fraction": 0.5 if seeded else 0.0,
+            "population": {**check_population(population), "seed_fraction": 0.5 if seeded else 0.0,
                            "fit_knobs": False},   # the simulator's own model must not fit the seeds
             "operators": operators,
             "selection": {"policy": sel["policy"], "params": dict(sel["params"]), "reward": sel["reward"],
@@ -137,7 +154,8 @@ class _Silent:
 
 def run_one(seed: int, variant: str, folder: str, budget: int, shapes: Sequence[str], candidates: int = 4,
             param_mutate: bool = True, seeded: bool = False, rl: "RlSelection | None" = None,
-            broken: str = "garbage", parents: "Mapping[str, Any] | None" = None, jumps: int = 0) -> dict[str, Any]:
+            broken: str = "garbage", parents: "Mapping[str, Any] | None" = None, jumps: int = 0,
+            population: "Mapping[str, Any] | None" = None) -> dict[str, Any]:
     """One campaign into `folder`: per shape the best-so-far curve and the arms' pulls, mean
     reward and evaluated children."""
     from evolution.db import CampaignDB
@@ -146,7 +164,7 @@ def run_one(seed: int, variant: str, folder: str, budget: int, shapes: Sequence[
     from experiments.schema import parse_campaign
     out = Path(folder)
     config = parse_campaign(campaign_dict(seed, variant, budget, shapes, candidates, param_mutate, seeded, rl,
-                                          broken, parents, jumps), base_dir=out.parent)
+                                          broken, parents, jumps, population), base_dir=out.parent)
     if not (out / "campaign.db").exists():
         create_campaign(config, out)
     t0 = time.monotonic()
@@ -248,7 +266,9 @@ def render_markdown(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
              f"{'seeded (hand-picked, solved shapes)' if meta['seeded'] else 'random samples'}; "
              f"param_mutate arm: {'yes' if meta['param_mutate'] else 'no'}; rl: {meta['rl_label']}"
              + (f"; parent selection (both): {', '.join(f'{k} {v}' for k, v in sorted(meta['parents'].items()))}"
-                if meta.get("parents") else ""),
+                if meta.get("parents") else "")
+             + (f"; population (both): {', '.join(f'{k} {v}' for k, v in check_population(meta['population']).items())}"
+                if meta.get("population") else ""),
              "", "| seed | shape | uniform final best (us) | rl final best (us) | rl evals to reach it | "
              "fraction of budget | uniform's own evals |", "|---|---|---|---|---|---|---|"]
     for r in summary["rows"]:
@@ -285,8 +305,10 @@ def run_arms_ablation(seeds: int = 5, out_dir: "str | Path" = "runs/ablation-arm
                       shapes: Sequence[str] = SHAPES, jobs: int = 1, base_seed: int = 0, candidates: int = 4,
                       param_mutate: bool = True, seeded: bool = False, console: Any = None,
                       rl: "RlSelection | None" = None, broken: str = "garbage",
-                      parents: "Mapping[str, Any] | None" = None, jumps: int = 0) -> dict[str, Any]:
+                      parents: "Mapping[str, Any] | None" = None, jumps: int = 0,
+                      population: "Mapping[str, Any] | None" = None) -> dict[str, Any]:
     arm_qualities(broken)                                          # an unknown kind: ValueError, before any run
+    check_population(population)
     for name, value in (("seeds", seeds), ("jobs", jobs), ("budget", budget), ("candidates", candidates)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"ablation: {name} must be a whole number >= 1, got {value!r}")
@@ -297,7 +319,7 @@ def run_arms_ablation(seeds: int = 5, out_dir: "str | Path" = "runs/ablation-arm
     out.mkdir(parents=True, exist_ok=True)
     seed_list = [base_seed + i for i in range(seeds)]
     tasks = [(seed, v, str(out / "runs" / f"{v}-s{seed}"), budget, list(shapes), candidates, param_mutate, seeded,
-              rl, broken, dict(parents or {}), jumps) for seed in seed_list for v in VARIANTS]
+              rl, broken, dict(parents or {}), jumps, dict(population or {})) for seed in seed_list for v in VARIANTS]
     runs = []
     with ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else _Inline() as pool:
         for r in pool.map(_star, tasks):
@@ -306,6 +328,7 @@ def run_arms_ablation(seeds: int = 5, out_dir: "str | Path" = "runs/ablation-arm
                 console.print(f"{r['variant']:>8} seed {r['seed']}: {r['seconds']:.1f} s", highlight=False)
     meta = {"seeds": seed_list, "budget": budget, "shapes": list(shapes), "candidates": candidates, "jumps": jumps,
             "param_mutate": param_mutate, "seeded": seeded, "broken": broken, "parents": dict(parents or {}),
+            "population": dict(population or {}),
             "variants": {"rl": rl.resolved, "uniform": UNIFORM}, "rl_label": rl.label()}
     summary = summarise(runs, budget)
     markdown = render_markdown(summary, meta)
@@ -359,6 +382,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--parent-param", action="append", default=[], metavar="KEY=VALUE",
                    help="a parameter of the parent selection (fitness_novelty: fitness_weight, novelty_weight, "
                         "temperature), repeatable; for both variants alike (default: its defaults)")
+    p.add_argument("--population", action="append", default=[], metavar="KEY=VALUE",
+                   help="a population setting for both variants, repeatable: size, islands, offspring, "
+                        "migration_interval, migration_size, elite (default: quickstart's 12, 2, 6, 3, 2, 2)")
     p.add_argument("--warm-start-weight", type=float, default=0.5,
                    help="weight of the previous shape's policy state at each new shape (default 0.5; 0 = none)")
 
@@ -385,7 +411,8 @@ def _run_args(args: argparse.Namespace) -> int:
     rl = RlSelection(args.policy, parse_params(args.param), args.reward, args.failure_reward, args.warm_start_weight)
     result = run_arms_ablation(args.seeds, args.out, args.budget, shapes, args.jobs, args.base_seed,
                                args.candidates, not args.no_param_mutate, args.seeded, console=Console(), rl=rl,
-                               broken=args.broken, parents=parse_params(args.parent_param), jumps=args.jumps)
+                               broken=args.broken, parents=parse_params(args.parent_param), jumps=args.jumps,
+                               population=parse_params(args.population))
     print(result["markdown"])
     return 0
 

@@ -254,3 +254,25 @@ def test_the_good_model_with_jumps_also_weighs_genomes_from_the_whole_space_and_
     options = {p["name"]: p["options"] for p in both["llm"]["providers"]}
     assert options["good"]["jumps"] == 8 and all("jumps" not in o for q, o in options.items() if q != "good")
     assert "jumps" not in campaign_dict(0, "rl", 48, [shape])["llm"]["providers"][0]["options"]   # default unchanged
+
+
+def test_population_settings_reach_both_variants_and_bad_ones_are_refused_before_any_run(tmp_path):
+    from experiments.ablation_arms import POPULATION, campaign_dict, run_arms_ablation
+    shape = "1024x1024x1024"
+    for variant in ("rl", "uniform"):
+        pop = campaign_dict(0, variant, 48, [shape], population={"size": 4, "offspring": 4})["population"]
+        assert (pop["size"], pop["offspring"], pop["islands"]) == (4, 4, POPULATION["islands"])
+    assert {k: campaign_dict(0, "rl", 48, [shape])["population"][k] for k in POPULATION} == POPULATION
+    for bad, why in (({"sizes": 4}, "not a population setting"), ({"size": 0}, "whole number"),
+                     ({"elite": 1.5}, "whole number")):
+        with pytest.raises(ValueError, match=why):
+            run_arms_ablation(seeds=1, out_dir=tmp_path / "bad", budget=24, shapes=[shape], population=bad)
+    assert not (tmp_path / "bad" / "runs").exists()
+    from experiments.cli import build_parser
+    parsed = build_parser().parse_args(["ablate-arms", "--out", str(tmp_path / "ok"), "--seeds", "1", "--budget",
+                                        "24", "--shapes", shape, "--population", "size=4",
+                                        "--population", "offspring=4"])
+    assert parsed.func(parsed) == 0
+    saved = json.loads((tmp_path / "ok" / "ablation-arms.json").read_text())
+    assert saved["meta"]["population"] == {"size": 4, "offspring": 4}
+    assert "population (both): size 4, islands 2, offspring 4" in (tmp_path / "ok" / "ablation-arms.md").read_text()
