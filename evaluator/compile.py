@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import socket
+import struct
 import statistics
 import subprocess
 import tempfile
@@ -30,6 +31,7 @@ from genome import Genome, InvalidGenome
 from templates import FamilyRegistry, RenderedKernel, TemplateFamily, render
 
 from .build_log import log_excerpt
+from .elf_imports import forbidden_imports
 
 BUILD_GB = 3.5           # peak RSS of one CUTLASS sm90 build with nvcc 13 (measured 3.3-3.4 GB)
 DEFAULT_TIMEOUT_S = 600  # one build normally takes 40-55 s
@@ -336,6 +338,8 @@ class Compiler:
             reason = "rejected: ptxas serialised wgmma (warning C7510), a silent slowdown"
         elif self.reject_spills and report.spill_bytes > 0:
             reason = f"rejected: register spills ({report.spill_bytes} bytes spilled)"
+        elif kernel.genome.patches:
+            reason = _unsafe_imports(lib)
         ok = reason is None
         excerpt = None if ok else log_excerpt(output)
         if not ok and lib.exists():
@@ -357,6 +361,15 @@ class Compiler:
         result.log = str(final / "build.log")
         (final / "meta.json").write_text(json.dumps(result.to_dict(), indent=1))
         return result
+
+
+def _unsafe_imports(lib: Path) -> "str | None":
+    """Why a patched kernel's library may not be loaded: it imports a function the safety rules forbid."""
+    try:
+        bad = forbidden_imports(lib)
+    except (OSError, ValueError, IndexError, struct.error) as exc:
+        return f"rejected: the patched kernel's library cannot be read as ELF ({exc})"
+    return f"rejected: the patched kernel imports {', '.join(bad)} (forbidden calls)" if bad else None
 
 
 @dataclass(frozen=True)

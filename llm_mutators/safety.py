@@ -8,9 +8,17 @@ names its rule and the offending line.
 
 Comments and the contents of string and character literals are removed first (keeping line
 numbers), so a comment that mentions cudaMalloc is no violation and `cuda/**/Malloc` or a
-line-continued name hides none; `##` token pasting and universal character names, which could
-assemble a forbidden name the checks cannot see, are refused. This is a static screen, not a
-sandbox: generated code still runs only in the isolated compile pool and GPU workers.
+line-continued name (also with blanks after the backslash) hides none; whitespace around `::` is
+dropped before matching. The forbidden library names are refused wherever they appear as a name, not
+only when called (`(system)(...)`, `&system`, `#define RUN system`), unless they are a member or
+qualified by a namespace or class other than std. Whatever could assemble or rename a name the checks
+cannot see is refused: `##` and `%:` (digraph) token pasting, universal character names, control and
+bidirectional characters, asm labels (`int f() asm("system")`), inline asm whose instruction text is
+not string literals, lookups of driver entry points by name, `using namespace std`, a `#define` /
+`#undef` of a name the code outside the patched blocks uses, and conditionals or comments left open
+across a patch's end. Instruction-like text aimed at a model (prompt injection) in a patch is refused
+too: patches are shown to later prompts. This is a static screen, not a sandbox: generated code
+still runs only in the isolated compile pool and GPU workers.
 """
 
 from __future__ import annotations
@@ -19,11 +27,12 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from genome import Genome
+from genome import Genome, Patch
+
+from .cpp_scan import close_paren, scan, scan_code, squeeze_scopes
 
 ABI_SYMBOLS = ("evogemm_abi_version", "evogemm_family", "evogemm_can_implement", "evogemm_workspace_size",
                "evogemm_run")
-_CALL = r"(?<![\w.])(?<!->)(?:{})\s*\("  # a free function called (not a member)
 
 
 @dataclass(frozen=True)
@@ -37,65 +46,102 @@ def _rule(name: str, description: str, *parts: str) -> Rule:
     return Rule(name, description, re.compile("|".join(f"(?:{p})" for p in parts), re.M))
 
 
+# Library functions refused wherever they appear as a name (see `_named`): rule -> names.
+NAMES = {
+    "allocation": "malloc calloc realloc free aligned_alloc posix_memalign valloc pvalloc memalign mmap munmap "
+                  "mremap sbrk brk",
+    "threads": "thrd_create thrd_detach thrd_join",
+    "file-io": "fopen fopen64 freopen fdopen fclose fread fwrite fprintf fscanf fputs fgets fputc fgetc fseek ftell "
+               "fflush open open64 openat creat close read write pread pwrite readv writev unlink unlinkat remove "
+               "rename renameat mkdir rmdir chmod chown opendir readdir truncate ftruncate sendfile ioctl fcntl dup2 "
+               "dup3 tmpfile mkstemp",
+    "print": "printf vprintf sprintf snprintf vsnprintf vfprintf puts putchar perror scanf sscanf getchar gets "
+             "print println",
+    "process": "system popen pclose execl execle execlp execv execve execvp execvpe fexecve fork vfork clone "
+               "posix_spawn posix_spawnp kill raise signal sigaction exit _exit _Exit quick_exit abort atexit "
+               "at_quick_exit dlopen dlmopen dlsym dlvsym dlclose syscall ptrace mprotect setuid setgid chroot "
+               "prctl",
+    "network": "socket socketpair connect bind listen accept accept4 send sendto sendmsg recv recvfrom recvmsg "
+               "gethostbyname gethostbyname2 gethostbyaddr getaddrinfo getnameinfo",
+    "environment": "getenv secure_getenv setenv putenv unsetenv clearenv",
+}
+_NAMED = re.compile(r"\b(" + "|".join(n for names in NAMES.values() for n in names.split()) + r")\b")
+_RULE_OF_NAME = {n: rule for rule, names in NAMES.items() for n in names.split()}
+
 RULES = (
-    _rule("host-sync", "no host synchronisation (cudaDeviceSynchronize, cudaStreamSynchronize, blocking "
-          "cudaMemcpy / cudaMemset)", r"\bcu(?:da)?(?:Device|Stream|Event|Thread|Ctx)Synchronize\b",
-          r"\bcu(?:da)?Memcpy(?!\w*Async\b|Kind\b|HostToHost\b|HostToDevice\b|DeviceToHost\b|DeviceToDevice\b|"
-          r"Default\b)\w*", r"\bcu(?:da)?Memset(?!\w*Async\b)\w*", r"\bcudaStreamQuery\b"),
+    _rule("host-sync", "no host synchronisation or host copies (cudaDeviceSynchronize, cudaStreamSynchronize, "
+          "cudaMemcpy but a device-to-device cudaMemcpy*Async, blocking cudaMemset)",
+          r"\bcu(?:da)?(?:Device|Stream|Event|Thread|Ctx)Synchronize\b", r"\bcu(?:da)?Memset(?!\w*Async\b)\w*",
+          r"\bcudaStreamQuery\b", r"\bcuMemcpy\w*"),
     _rule("allocation", "no memory allocation (cudaMalloc/cudaFree, malloc/free, new/delete, containers)",
           r"\bcuda(?:Malloc|Free|HostAlloc|HostRegister|MemPool|DeviceSetMemPool)\w*", r"\bcuMem(?:Alloc|Free|Create|Map|Host)\w*",
-          _CALL.format("malloc|calloc|realloc|free|aligned_alloc|posix_memalign|valloc|memalign|mmap|munmap|sbrk|brk"),
           r"\bnew\b", r"(?<![=\s])\s*\bdelete\b|^\s*delete\b", r"\boperator\s+(?:new|delete)\b",
           r"\bstd::(?:vector|string|basic_string|unique_ptr|shared_ptr|make_unique|make_shared|allocator|map|"
           r"unordered_map|list|deque|set|unordered_set)\b", r"\bthrust::\w*vector\b", r"\bDeviceAllocation\b",
           r"\bdevice_memory::\w+", r"\bHostTensor\b"),
-    _rule("threads", "no host threads (std::thread, std::async, pthreads, OpenMP)",
+    _rule("threads", "no host threads (std::thread, std::async, pthreads, C11 threads, OpenMP)",
           r"\bstd::(?:thread|jthread|async|execution)\b", r"\bpthread_\w+", r"#\s*pragma\s+omp\b", r"\bomp_\w+",
           r"\btbb::"),
     _rule("streams", "no extra streams, events, graphs or host callbacks (use the stream the ABI passes)",
           r"\bcu(?:da)?Stream(?:Create|Destroy|BeginCapture|EndCapture|AddCallback|AttachMemAsync)\w*",
           r"\bcu(?:da)?Event(?:Create|Destroy)\w*", r"\bcu(?:da)?Graph\w*", r"\bcudaStream(?:PerThread|Legacy)\b",
           r"\bcu(?:da)?LaunchHostFunc\b"),
-    _rule("device-control", "no device or context control (cudaSetDevice, cudaDeviceReset, limits, IPC)",
+    _rule("device-control", "no device or context control (cudaSetDevice, cudaDeviceReset, limits, IPC) and no "
+          "lookup of driver entry points or modules by name",
           r"\bcuda(?:SetDevice|DeviceReset|DeviceSetLimit|DeviceSetCacheConfig|DeviceSetSharedMemConfig|"
-          r"SetDeviceFlags|ProfilerStart|ProfilerStop|Ipc\w*)\b", r"\bcuCtx\w*", r"\bcuInit\b", r"\bcuDevicePrimaryCtx\w*"),
+          r"SetDeviceFlags|ProfilerStart|ProfilerStop|Ipc\w*)\b", r"\bcuCtx\w*", r"\bcuInit\b", r"\bcuDevicePrimaryCtx\w*",
+          r"\bcudaGetDriverEntryPoint\w*", r"\bcuGetProcAddress\w*", r"\bcu(?:da)?(?:Module|Library|Link)\w*",
+          r"\bnvrtc\w*", r"\bnvJitLink\w*"),
     _rule("file-io", "no files or console (fopen, fstream, iostream, open/read/write)",
-          _CALL.format("fopen|fopen64|freopen|fdopen|fclose|fread|fwrite|fprintf|fscanf|fputs|fgets|fputc|fgetc|"
-                       "fseek|ftell|fflush|open|openat|creat|close|read|write|pread|pwrite|unlink|remove|rename|"
-                       "mkdir|rmdir|chmod|opendir|readdir|truncate|ftruncate|sendfile|ioctl"),
           r"\bstd::(?:ifstream|ofstream|fstream|filesystem|cout|cerr|clog|cin|wcout|print|println)\b", r"\bFILE\s*\*"),
-    _rule("print", "no printing, also not from the device (printf)",
-          _CALL.format("printf|vprintf|sprintf|snprintf|vsnprintf|puts|putchar|perror|scanf|sscanf|getchar|gets|"
-                       "print|println")),
-    _rule("process", "no process calls (system, popen, exec*, fork, exit, signals, dlopen)",
-          _CALL.format(r"system|popen|pclose|exec[lv]p?e?|execvpe|fexecve|fork|vfork|clone|posix_spawnp?|kill|raise|"
-                       r"signal|sigaction|exit|_exit|_Exit|quick_exit|abort|atexit|at_quick_exit|dlopen|dlsym|"
-                       r"dlclose|syscall|ptrace|mprotect|setuid|setgid|chroot"),
+    _rule("print", "no printing, also not from the device (printf, cute::print)", r"\bstd::printf\b",
+          r"(?<![\w.])(?<!->)print(?:ln|_\w+)?\s*\("),
+    _rule("process", "no process calls (system, popen, exec*, fork, exit, signals, dlopen, load-time code)",
           r"\bstd::(?:system|exit|abort|terminate|quick_exit)\b",
-          r"__attribute__\s*\(\(\s*(?:constructor|destructor)\b", r"#\s*pragma\s+(?:init|fini)\b"),
+          r"__attribute__\s*\(\([^;{}]*?\b(?:constructor|destructor)\b", r"\[\[\s*(?:gnu::)?(?:constructor|destructor)\b",
+          r"#\s*pragma\s+(?:init|fini)\b"),
     _rule("network", "no network calls (sockets, name lookups, curl)",
-          _CALL.format(r"socket|socketpair|connect|bind|listen|accept4?|send|sendto|sendmsg|recv|recvfrom|recvmsg|"
-                       r"gethostbyname\w*|getaddrinfo|getnameinfo|inet_\w+|epoll_\w+"),
-          r"\bcurl_\w+", r"\bsockaddr\w*"),
-    _rule("environment", "no access to the environment (getenv, setenv, environ)",
-          _CALL.format("getenv|secure_getenv|setenv|putenv|unsetenv|clearenv"), r"\b_{0,2}environ\b"),
+          r"\binet_\w+", r"\bepoll_\w+", r"\bcurl_\w+", r"\bsockaddr\w*"),
+    _rule("environment", "no access to the environment (getenv, setenv, environ)", r"\b_{0,2}environ\b"),
     _rule("reference", "no access to the reference (cuBLAS, cuDNN, CUTLASS's reference GEMM, torch, ref_* names)",
           r"\bcublas\w*", r"\bcudnn\w*", r"\bcutlass::reference\b", r"\breference\w*", r"\w+_reference\w*",
           r"\bref_\w+", r"\btorch::", r"\bat::\w+"),
     _rule("abi-names", "the C ABI entry points (evogemm_run, ...) live in the abi block: a patch may not "
           "name, define or redefine them", r"\b(?:" + "|".join(ABI_SYMBOLS) + r")\b"),
-    _rule("token-pasting", "no ## token pasting (it can assemble a forbidden name)", r"##"),
+    _rule("token-pasting", "no ## or %: token pasting or %: digraphs (they can assemble a forbidden name or a "
+          "directive the checks cannot see)", r"##", r"%:"),
+    _rule("std-alias", "no `using namespace std` or alias of std (std:: names are how the checks see them)",
+          r"\busing\s+namespace\s+(?:::)?std\b", r"\bnamespace\s+\w+\s*=\s*(?:::)?std\b"),
     _rule("asm-macro", "no macro named asm or volatile (it would empty the device-side waits and the inline "
           "asm of the blocks no patch may touch)", r"#\s*define\s+(?:asm|__asm__|__asm|volatile|__volatile__)\b",
           r"#\s*undef\s+(?:asm|__asm__|__asm|volatile|__volatile__)\b"),
     _rule("ucn", r"no universal character names (\u...) outside strings", r"\\[uU][0-9a-fA-F]{4}"),
 )
 RULES_TEXT = "\n".join(f"- {r.description}" for r in RULES) + (
+    "\n- the library functions of these rules (system, getenv, fopen, printf, malloc, ...) are refused as names, "
+    "not only as calls"
     "\n- no #include of a header the kernel does not include already"
-    "\n- no host instructions in inline asm (syscall, int 0x80, call)")
+    "\n- inline asm: instruction text only in string literals, no host instructions (syscall, call, jmp, .byte), "
+    "no asm labels"
+    "\n- no #define or #undef of a name the rest of the kernel uses; #if/#endif and /* */ closed within the patch"
+    "\n- no control or bidirectional characters, no text addressed to a model")
 _INCLUDE = re.compile(r"^[ \t]*#[ \t]*include\b(.*)$", re.M)
-_ASM = re.compile(r"\b(?:asm|__asm__|__asm)\b\s*(?:volatile|__volatile__)?\s*(?:goto\s*)?\(")
-_HOST_ASM = re.compile(r"\bsyscall\b|\bsysenter\b|\bint\s+\$?0x80\b|\bsvc\s+#?0\b|\bcall\s+[*%A-Za-z_]")
+_ASM = re.compile(r"\b(?:asm|__asm__|__asm)\b((?:\s*\b(?:volatile|__volatile__|inline|__inline__|goto)\b)*)\s*\(")
+_HOST_ASM = re.compile(r"\b(?:syscall|sysenter|sysret|callq?|jmpq?|ljmp|lcall|retq?|svc)\b|\bint\s+\$?(?:0x80|0x2e)\b|"
+                       r"\.(?:byte|2byte|4byte|8byte|word|short|long|quad|octa|int|ascii|asciz|string|incbin|insn|inst|"
+                       r"section|text|globl)\b")
+_ASM_LABEL = re.compile(r"[A-Za-z_.$@][\w.$@]*")
+_STRING = re.compile(r'(?:u8|[uUL])?"(?:[^"\\\n]|\\.)*"')
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+_INJECTION = re.compile(
+    r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+|of\s+)*(?:previous|prior|above|earlier|"
+    r"preceding|former|system|original)\s+(?:instructions?|prompts?|messages?|rules|directions|context|guidelines)\b|"
+    r"\b(?:system|developer)\s+(?:prompt|message|instructions?)\b|"
+    r"\bnote\s+to\s+(?:the\s+)?(?:assistant|model|ai|llm|reviewer)\b|\byou\s+are\s+now\b|\bnew\s+instructions\b|"
+    r"\bas\s+an?\s+(?:ai|language\s+model)\b|<\|?(?:im_start|im_end|system|endoftext)\|?>|\[/?INST\]|"
+    r"^\s*(?://|/?\*)?\s*#*\s*(?:system|assistant|user)\s*:", re.I | re.M)
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif|define|undef)\b[ \t]*(\w*)",
+                        re.M)
 
 
 @dataclass(frozen=True)
@@ -116,83 +162,6 @@ class UnsafeCode(ValueError):
         super().__init__("unsafe code: " + "; ".join(str(r) for r in self.refusals))
 
 
-def scan(text: str, keep_strings: bool = False) -> "tuple[str, list[int]]":
-    """The code without comments (each becomes a space; its newlines stay), with line splices
-    (backslash-newline) joined and, unless `keep_strings`, string and character literals emptied
-    (the quotes stay). Returns the text and, for each of its characters, its 1-based line."""
-    out: list[str] = []
-    lines: list[int] = []
-    i, n, line = 0, len(text), 1
-
-    def emit(s: str) -> None:
-        out.append(s)
-        lines.extend([line] * len(s))
-
-    while i < n:
-        c = text[i]
-        if c == "\\" and text.startswith("\n", i + 1):
-            i, line = i + 2, line + 1
-        elif text.startswith("//", i):
-            while i < n and text[i] != "\n":
-                if text[i] == "\\" and text.startswith("\n", i + 1):
-                    line += 1
-                    i += 1
-                i += 1
-            emit(" ")
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            emit(" ")
-            for _ in range(text.count("\n", i, end)):
-                emit("\n")
-                line += 1
-            i = end
-        elif c == '"' or (c == "'" and not _digit_separator(text, i)):
-            prefix = _token_before(text, i)
-            end = _raw_end(text, i) if c == '"' and prefix.endswith("R") else _literal_end(text, i, c)
-            body = text[i:end]
-            if not keep_strings:
-                emit(c + c)
-                body = "\n" * body.count("\n")
-            for ch in body:
-                emit(ch)
-                line += ch == "\n"
-            i = end
-        else:
-            emit(c)
-            if c == "\n":
-                line += 1
-            i += 1
-    return "".join(out), lines
-
-
-def _token_before(text: str, i: int) -> str:
-    j = i
-    while j > 0 and (text[j - 1].isalnum() or text[j - 1] == "_"):
-        j -= 1
-    return text[j:i]
-
-
-def _digit_separator(text: str, i: int) -> bool:
-    token = _token_before(text, i)
-    return bool(token) and token[0].isdigit()
-
-
-def _literal_end(text: str, i: int, quote: str) -> int:
-    j = i + 1
-    while j < len(text) and text[j] != quote and text[j] != "\n":
-        j += 2 if text[j] == "\\" else 1
-    return min(j + 1, len(text))
-
-
-def _raw_end(text: str, i: int) -> int:
-    open_paren = text.find("(", i)
-    if open_paren < 0:
-        return _literal_end(text, i, '"')
-    end = text.find(")" + text[i + 1:open_paren] + '"', open_paren)
-    return len(text) if end < 0 else end + len(text[i + 1:open_paren]) + 2
-
-
 def includes_of(source: str) -> set[str]:
     """The headers a source includes, as written (`<x>` or `"x"`)."""
     code, _ = scan(source, keep_strings=True)
@@ -201,6 +170,7 @@ def includes_of(source: str) -> set[str]:
 
 def check_code(code: str, allowed_includes: Iterable[str] = (), block: str = "") -> list[Refusal]:
     """Every rule the patch text breaks, one refusal per rule and line."""
+    code = code.replace("\r\n", "\n")
     originals = code.split("\n")
     found: dict[tuple[str, int], Refusal] = {}
 
@@ -208,30 +178,86 @@ def check_code(code: str, allowed_includes: Iterable[str] = (), block: str = "")
         text = originals[line - 1] if 0 < line <= len(originals) else ""
         found.setdefault((rule, line), Refusal(rule, line, text, block))
 
-    stripped, line_of = scan(code)
+    for m in _CONTROL.finditer(code):
+        refuse("control-characters", code.count("\n", 0, m.start()) + 1)
+    for m in _INJECTION.finditer(code):
+        refuse("prompt-injection", code.count("\n", 0, m.start()) + 1)
+    scanned = scan_code(code)
+    for what, line in scanned.unterminated:
+        refuse("unterminated", line)
+    stripped, line_of = squeeze_scopes(scanned.text, scanned.lines)
     for rule in RULES:
         for m in rule.pattern.finditer(stripped):
             if m.group(0).strip():
                 refuse(rule.name, line_of[m.start() + len(m.group(0)) - len(m.group(0).lstrip())])
+    for m in _NAMED.finditer(stripped):
+        if not _member_or_qualified(stripped, m.start()):
+            refuse(_RULE_OF_NAME[m.group(1)], line_of[m.start()])
+    for m in re.finditer(r"\bcudaMemcpy\w*", stripped):
+        name = m.group(0)
+        args = stripped[m.end():close_paren(stripped, m.end())] if stripped.startswith("(", m.end()) else ""
+        if name != "cudaMemcpyDeviceToDevice" and not (name.endswith("Async") and "cudaMemcpyDeviceToDevice" in args):
+            refuse("host-sync", line_of[m.start()])
+    depth = 0
+    for m in _DIRECTIVE.finditer(stripped):
+        kind = m.group(1)
+        depth += kind in ("if", "ifdef", "ifndef")
+        if (kind.startswith("el") and depth == 0) or (kind == "endif" and depth == 0):
+            refuse("unterminated", line_of[m.start(1)])
+        depth -= kind == "endif" and depth > 0
+    if depth > 0:
+        refuse("unterminated", len(originals))
     with_strings, line_of_s = scan(code, keep_strings=True)
     allowed = {a.strip() for a in allowed_includes}
     for m in _INCLUDE.finditer(with_strings):
         if m.group(1).strip() not in allowed:
             refuse("includes", line_of_s[m.start(1)] if m.group(1) else line_of_s[m.start()])
     for m in _ASM.finditer(with_strings):
-        body = with_strings[m.end():_close(with_strings, m.end() - 1)]
-        if _HOST_ASM.search(body):
-            refuse("host-asm", line_of_s[m.start()])
+        rule = _asm_problem(with_strings[m.end():close_paren(with_strings, m.end() - 1)], bool(m.group(1).strip()))
+        if rule:
+            refuse(rule, line_of_s[m.start()])
     return sorted(found.values(), key=lambda r: (r.line, r.rule))
 
 
-def _close(text: str, open_paren: int) -> int:
-    depth = 0
-    for j in range(open_paren, len(text)):
-        depth += {"(": 1, ")": -1}.get(text[j], 0)
-        if depth == 0:
-            return j
-    return len(text)
+def _member_or_qualified(text: str, start: int) -> bool:
+    """Whether the name at `start` is a member (`.x`, `->x`) or qualified by a scope other than std
+    (`cute::x`, `Foo<T>::x`): then it is not the C library's function."""
+    before = text[:start].rstrip()
+    if before.endswith((".", "->")):
+        return True
+    if not before.endswith("::"):
+        return False
+    scope = before[:-2].rstrip()
+    name = re.search(r"(\w+)$", scope)
+    return scope.endswith(">") or (name is not None and name.group(1) != "std")
+
+
+def _asm_problem(body: str, qualified: bool) -> "str | None":
+    """Why an inline asm statement (its text inside the parentheses) is refused, or None. The
+    instruction text must be string literals only (a macro or name there could hold anything); with
+    no qualifier, no operands and a bare symbol as its text it is an asm label, which renames the
+    declaration before it to any library symbol; host instructions are refused."""
+    template, _, operands = _split_template(body)
+    if _STRING.sub("", template).strip():
+        return "asm-template"
+    text = "".join(lit[lit.index('"') + 1:-1] for lit in _STRING.findall(template))
+    if not qualified and not operands.strip() and _ASM_LABEL.fullmatch(text.strip()):
+        return "asm-label"
+    return "host-asm" if _HOST_ASM.search(text) else None
+
+
+def _split_template(body: str) -> "tuple[str, str, str]":
+    """An asm body split at its first ':' outside string literals: (template, ':', operands)."""
+    i = 0
+    while i < len(body):
+        m = _STRING.match(body, i)
+        if m:
+            i = m.end()
+        elif body[i] == ":":
+            return body[:i], ":", body[i + 1:]
+        else:
+            i += 1
+    return body, "", ""
 
 
 def check_abi(source: str) -> list[Refusal]:
@@ -252,14 +278,43 @@ _GRID_WAIT = re.compile(r"\bgriddepcontrol\.wait\b")
 def check_grid_waits(source: str, unpatched: str) -> list[Refusal]:
     """A kernel launched as a programmatic dependent (sm90_splitk's reduction with pdl) waits on the device
     (griddepcontrol.wait) before it reads what the launch before it wrote; a patch that dropped the wait
-    would read it early. The rendered kernel must keep every wait of the unpatched one."""
+    would read it early. The waits live outside the patchable blocks; as a second line, the rendered kernel
+    must keep every wait of the unpatched one, counted in inline asm statements only."""
     def count(text: str) -> int:
-        return len(_GRID_WAIT.findall(scan(text, keep_strings=True)[0]))
+        code = scan(text, keep_strings=True)[0]
+        return sum(len(_GRID_WAIT.findall(code[m.end():close_paren(code, m.end() - 1)])) for m in _ASM.finditer(code))
     kept, before = count(source), count(unpatched)
     if kept < before:
         return [Refusal("grid-wait", 0, f"the patched kernel has {kept} of the unpatched kernel's {before} "
                                         "griddepcontrol.wait (a dependent launch would read its inputs early)")]
     return []
+
+
+_RESERVED_MACRO = re.compile(r"(?:CUTLASS|CUTE|CUDA|cuda|cu[A-Z]|__|_[A-Z])\w*")
+
+
+def check_macros(genome: Genome, render: Callable[[Genome], str], unpatched: str) -> list[Refusal]:
+    """A patch's `#define` or `#undef` may not name anything the code outside its blocks uses (it would
+    rewrite code no patch may touch, e.g. `#define cudaPeekAtLastError() cudaSuccess` in front of the
+    C ABI), nor a reserved or library name (CUTLASS_*, CUTE_*, cuda*, __*), unless the unpatched block
+    defined that macro itself (the patch keeps it)."""
+    probe = scan(render(Genome(genome.family, genome.params, tuple(Patch(p.block, "") for p in genome.patches))))[0]
+    outside = set(re.findall(r"\b[A-Za-z_]\w*\b", probe))
+
+    def defined(code: str) -> set[str]:
+        return {m.group(2) for m in _DIRECTIVE.finditer(code) if m.group(1) in ("define", "undef")}
+    kept = defined(scan(unpatched)[0]) - defined(probe)
+    out = []
+    for patch in genome.patches:
+        code = patch.code.replace("\r\n", "\n")
+        stripped, line_of = scan(code)
+        for m in _DIRECTIVE.finditer(stripped):
+            name = m.group(2)
+            if (m.group(1) in ("define", "undef") and name and name not in kept
+                    and (name in outside or _RESERVED_MACRO.fullmatch(name))):
+                line = line_of[m.start(2)]
+                out.append(Refusal("macro-redefines", line, code.split("\n")[line - 1], patch.block))
+    return out
 
 
 def check_genome(genome: Genome, render: Callable[[Genome], str]) -> list[Refusal]:
@@ -274,6 +329,7 @@ def check_genome(genome: Genome, render: Callable[[Genome], str]) -> list[Refusa
         if patch.block == "abi":
             out.append(Refusal("abi", 0, "the abi block may not be patched", patch.block))
         out.extend(check_code(patch.code, allowed, patch.block))
+    out.extend(check_macros(genome, render, unpatched))
     source = render(genome)
     return out + check_abi(source) + check_grid_waits(source, unpatched)
 

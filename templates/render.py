@@ -3,7 +3,9 @@
 The family (a `TemplateFamily`, looked up in the registry given, else the built-ins) names the
 template folder. Code patches replace named `{% block %}` regions: rendering a patched genome
 renders a child template that extends the family's template and overrides those blocks with the
-patch text, taken verbatim (never interpreted as Jinja).
+patch text, taken verbatim: the child template only names each patch (`{{ _evogemm_patch[i] }}`) and the
+text comes in as a value of the render context, so it is never parsed as Jinja (no `{% endraw %}`
+spelling, `{{ ... }}` or `{% include %}` in a patch can reach the template engine).
 """
 
 from __future__ import annotations
@@ -66,9 +68,7 @@ def template_blocks(family: str, families: "FamilyRegistry | None" = None) -> li
     return sorted(_all_blocks(_environment(fam), fam.template_file))
 
 
-def _raw(text: str) -> str:
-    # Patch text is C++; it must never be evaluated as Jinja. Split any literal endraw marker.
-    return "{% raw %}" + text.replace("{% endraw %}", "{% endraw %}{{ '{% endraw %}' }}{% raw %}") + "{% endraw %}"
+_PATCHES = "_evogemm_patch"  # the render-context name under which the patch texts travel
 
 
 def block_source(genome: Genome, block: str, families: "FamilyRegistry | None" = None) -> str:
@@ -143,9 +143,10 @@ def render(genome: Genome, families: "FamilyRegistry | None" = None) -> Rendered
             if patch.block not in known:
                 raise KeyError(f"patch names block {patch.block!r}; {genome.family} has: {', '.join(sorted(known))}")
         child = "{% extends '" + fam.template_file + "' %}\n" + "\n".join(
-            "{% block " + p.block + " %}" + _raw(p.code) + "{% endblock %}" for p in genome.patches)
+            "{% block " + p.block + " %}{{ " + _PATCHES + "[" + str(i) + "] }}{% endblock %}"
+            for i, p in enumerate(genome.patches))
         template = env.from_string(child)
     else:
         template = env.get_template(fam.template_file)
-    source = template.render(**_context(genome, fam))
+    source = template.render(**_context(genome, fam), **{_PATCHES: [p.code for p in genome.patches]})
     return RenderedKernel(genome=genome, source=source, knobs=fam.knob_vector(genome), family=fam)
