@@ -8,6 +8,7 @@ is cached like a success, so it is never paid twice. Timeouts are not cached.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -15,7 +16,6 @@ import os
 import re
 import shutil
 import socket
-import struct
 import statistics
 import subprocess
 import tempfile
@@ -31,7 +31,7 @@ from genome import Genome, InvalidGenome
 from templates import FamilyRegistry, RenderedKernel, TemplateFamily, render
 
 from .build_log import log_excerpt
-from .elf_imports import forbidden_imports
+from .elf_imports import ImportGuard
 
 BUILD_GB = 3.5           # peak RSS of one CUTLASS sm90 build with nvcc 13 (measured 3.3-3.4 GB)
 DEFAULT_TIMEOUT_S = 600  # one build normally takes 40-55 s
@@ -134,6 +134,7 @@ class Compiler:
     nvcc_seconds: float = field(default=0.0, init=False)
     _run_seconds: list = field(default_factory=list, init=False, repr=False)  # this session's nvcc runs
     _cached_prior: "list | None" = field(default=None, init=False, repr=False)
+    _imports: ImportGuard = field(default_factory=ImportGuard, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.cache_dir = Path(self.cache_dir).absolute()  # nvcc runs in the build folder: no relative paths
@@ -178,13 +179,25 @@ class Compiler:
         except Exception as exc:  # a template error from a patch
             return BuildResult(genome.id, "", ok=False, reason=f"render failed: {type(exc).__name__}: {exc}")
         key = self.build_key(kernel)
-        hit = self._lookup(key)
-        if hit is not None:
-            hit.genome_id, hit.cached, hit.knobs = genome.id, True, kernel.knobs
-            return hit
-        result = self._nvcc(kernel, key)
+        result = self._lookup(key)
+        if result is not None:
+            result.genome_id, result.cached = genome.id, True
+        else:
+            result = self._nvcc(kernel, key)
         result.knobs = kernel.knobs
+        if result.ok and result.library:
+            if genome.patches:   # checked on every build and cache hit: a cache may predate the check
+                reason = self._imports.refusal(Path(result.library), genome.family, self._twin_library(genome))
+                if reason is not None:
+                    result = dataclasses.replace(result, ok=False, reason=reason, library=None)
+            else:
+                self._imports.note(genome.family, Path(result.library))
         return result
+
+    def _twin_library(self, genome: Genome) -> "Path | None":
+        """The cached library of the genome's unpatched twin (the same parameters), if there is one."""
+        twin = self._lookup(self.key_of(Genome(genome.family, genome.params)))
+        return Path(twin.library) if twin is not None and twin.ok and twin.library else None
 
     def cached(self, genome: Genome) -> bool:
         """Whether `genome`'s build (its build key: source, flags, toolchain) is in the cache."""
@@ -338,8 +351,6 @@ class Compiler:
             reason = "rejected: ptxas serialised wgmma (warning C7510), a silent slowdown"
         elif self.reject_spills and report.spill_bytes > 0:
             reason = f"rejected: register spills ({report.spill_bytes} bytes spilled)"
-        elif kernel.genome.patches:
-            reason = _unsafe_imports(lib)
         ok = reason is None
         excerpt = None if ok else log_excerpt(output)
         if not ok and lib.exists():
@@ -361,15 +372,6 @@ class Compiler:
         result.log = str(final / "build.log")
         (final / "meta.json").write_text(json.dumps(result.to_dict(), indent=1))
         return result
-
-
-def _unsafe_imports(lib: Path) -> "str | None":
-    """Why a patched kernel's library may not be loaded: it imports a function the safety rules forbid."""
-    try:
-        bad = forbidden_imports(lib)
-    except (OSError, ValueError, IndexError, struct.error) as exc:
-        return f"rejected: the patched kernel's library cannot be read as ELF ({exc})"
-    return f"rejected: the patched kernel imports {', '.join(bad)} (forbidden calls)" if bad else None
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,19 @@
 """The symbols a built kernel library imports, read from its ELF dynamic symbol table.
 
 A second line behind the source checks of `llm_mutators.safety`: a patch can reach a library function
-under a name no static screen sees (an asm label, a pointer cast), but the linker still has to import
-it. A patched kernel whose library imports one of `FORBIDDEN_IMPORTS` is refused before any worker
-loads it. The list holds only calls that neither CUDA's static runtime nor libstdc++ make (checked
-against the imports of an unpatched sm90 kernel built with nvcc 13.0), so an honest patch never meets it.
+under a name no static screen sees (an asm label, a pragma, a declaration of its own), but the linker
+still has to import it. A patched kernel is refused before any worker loads it (`ImportGuard`) when its
+library imports one of `FORBIDDEN_IMPORTS` (calls that neither CUDA's static runtime nor libstdc++ make,
+checked against unpatched sm90 kernels built with nvcc 13.0), or anything its unpatched twin does not
+import (else: that no unpatched kernel of its family built or found in this cache imports). What CUDA's
+static runtime imports itself (getenv, dlopen, fopen, socket, ...) no import check can tell from an
+honest kernel's: there the source checks and the isolated worker are the lines.
 """
 
 from __future__ import annotations
 
 import struct
+import threading
 from pathlib import Path
 
 FORBIDDEN_IMPORTS = frozenset("""
@@ -49,3 +53,40 @@ def imported_symbols(library: "str | Path") -> set[str]:
 def forbidden_imports(library: "str | Path") -> list[str]:
     """The forbidden functions the library imports, sorted (empty: none)."""
     return sorted(imported_symbols(library) & FORBIDDEN_IMPORTS)
+
+
+class ImportGuard:
+    """What a patched kernel's library may import: no forbidden call, nothing its unpatched twin (or,
+    without one, any unpatched kernel of its family seen so far) does not import. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, set[str]] = {}
+        self._lock = threading.Lock()
+
+    def note(self, family: str, library: "str | Path") -> "set[str] | None":
+        """Remember what an unpatched kernel of `family` imports; returns it (None: unreadable)."""
+        try:
+            names = imported_symbols(library)
+        except (OSError, ValueError, IndexError, struct.error):
+            return None
+        with self._lock:
+            self._seen.setdefault(family, set()).update(names)
+        return names
+
+    def refusal(self, library: "str | Path", family: str, twin: "str | Path | None") -> "str | None":
+        """Why the patched kernel's library may not be loaded, or None."""
+        try:
+            names = imported_symbols(library)
+        except (OSError, ValueError, IndexError, struct.error) as exc:
+            return f"rejected: the patched kernel's library cannot be read as ELF ({exc})"
+        reference = self.note(family, twin) if twin is not None else None
+        if reference is None:
+            with self._lock:
+                reference = set(self._seen.get(family, ())) or None
+        bad = sorted(names & FORBIDDEN_IMPORTS)
+        new = sorted(names - reference - FORBIDDEN_IMPORTS) if reference is not None else []
+        if not bad and not new:
+            return None
+        parts = ([f"forbidden calls: {', '.join(bad)}"] if bad else []) + (
+            [f"calls no unpatched {family} kernel makes: {', '.join(new[:8])}"] if new else [])
+        return "rejected: the patched kernel imports " + "; ".join(parts)

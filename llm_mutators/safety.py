@@ -46,46 +46,56 @@ def _rule(name: str, description: str, *parts: str) -> Rule:
     return Rule(name, description, re.compile("|".join(f"(?:{p})" for p in parts), re.M))
 
 
-# Library functions refused wherever they appear as a name (see `_named`): rule -> names.
+# Library functions, by rule. Those of NAMES are refused wherever they appear as a name (`(system)(..)`,
+# `&system`, `#define RUN system`); those of CALLED, common words also used as variables (`read`,
+# `signal`, CuTe's `remove<1>(...)`), only where called, parenthesised or addressed. Either kind
+# passes as a member (`.write`) or qualified by a scope other than std (`cute::copy`).
 NAMES = {
-    "allocation": "malloc calloc realloc free aligned_alloc posix_memalign valloc pvalloc memalign mmap munmap "
-                  "mremap sbrk brk",
-    "threads": "thrd_create thrd_detach thrd_join",
-    "file-io": "fopen fopen64 freopen fdopen fclose fread fwrite fprintf fscanf fputs fgets fputc fgetc fseek ftell "
-               "fflush open open64 openat creat close read write pread pwrite readv writev unlink unlinkat remove "
-               "rename renameat mkdir rmdir chmod chown opendir readdir truncate ftruncate sendfile ioctl fcntl dup2 "
-               "dup3 tmpfile mkstemp",
-    "print": "printf vprintf sprintf snprintf vsnprintf vfprintf puts putchar perror scanf sscanf getchar gets "
-             "print println",
-    "process": "system popen pclose execl execle execlp execv execve execvp execvpe fexecve fork vfork clone "
-               "posix_spawn posix_spawnp kill raise signal sigaction exit _exit _Exit quick_exit abort atexit "
-               "at_quick_exit dlopen dlmopen dlsym dlvsym dlclose syscall ptrace mprotect setuid setgid chroot "
-               "prctl",
-    "network": "socket socketpair connect bind listen accept accept4 send sendto sendmsg recv recvfrom recvmsg "
-               "gethostbyname gethostbyname2 gethostbyaddr getaddrinfo getnameinfo",
+    "allocation": "malloc calloc realloc reallocarray free aligned_alloc posix_memalign valloc pvalloc memalign mmap "
+                  "mmap64 munmap mremap sbrk brk strdup strndup __libc_malloc",
+    "threads": "thrd_create thrd_detach thrd_join __gthread_create timer_create",
+    "file-io": "fopen fopen64 freopen freopen64 fdopen fclose fread fwrite fprintf fscanf fputs fgets fputc fgetc putc "
+               "getc fseek ftell fflush dprintf open64 openat openat64 __open_2 creat creat64 pread64 pwrite64 readv "
+               "writev unlink unlinkat renameat mkdir rmdir chmod chown opendir readdir ftruncate sendfile ioctl "
+               "fcntl dup2 dup3 tmpfile tmpnam mkstemp realpath stdout stderr stdin",
+    "print": "printf vprintf sprintf snprintf vsnprintf vfprintf puts putchar perror scanf sscanf getchar gets",
+    "process": "system popen pclose execl execle execlp execv execve execvp execvpe fexecve fork vfork _Fork "
+               "posix_spawn posix_spawnp sigaction _exit _Exit quick_exit atexit at_quick_exit killpg "
+               "dlopen dlmopen dlsym dlvsym dlclose dl_iterate_phdr _r_debug __libc_stack_end syscall ptrace mprotect "
+               "setuid setgid chroot prctl wordexp process_vm_writev process_vm_readv",
+    "network": "socket socketpair sendto sendmsg recvfrom recvmsg accept4 gethostbyname gethostbyname_r gethostbyname2 "
+               "gethostbyaddr getaddrinfo getaddrinfo_a getnameinfo",
     "environment": "getenv secure_getenv setenv putenv unsetenv clearenv",
 }
+CALLED = {
+    "file-io": "open close read write pread pwrite remove rename truncate",
+    "process": "exit abort kill raise signal clone",
+    "network": "connect bind listen accept send recv",
+}
 _NAMED = re.compile(r"\b(" + "|".join(n for names in NAMES.values() for n in names.split()) + r")\b")
-_RULE_OF_NAME = {n: rule for rule, names in NAMES.items() for n in names.split()}
+_CALLED = re.compile(r"\b(" + "|".join(n for names in CALLED.values() for n in names.split()) + r")\b")
+_RULE_OF_NAME = {n: rule for table in (NAMES, CALLED) for rule, names in table.items() for n in names.split()}
 
 RULES = (
     _rule("host-sync", "no host synchronisation or host copies (cudaDeviceSynchronize, cudaStreamSynchronize, "
           "cudaMemcpy but a device-to-device cudaMemcpy*Async, blocking cudaMemset)",
-          r"\bcu(?:da)?(?:Device|Stream|Event|Thread|Ctx)Synchronize\b", r"\bcu(?:da)?Memset(?!\w*Async\b)\w*",
-          r"\bcudaStreamQuery\b", r"\bcuMemcpy\w*"),
+          r"\bcu(?:da)?(?:Device|Stream|Event|Thread|Ctx)Synchronize\w*", r"\bcu(?:da)?Memset(?!\w*Async(?:_pt\w*)?\b)\w*",
+          r"\bcu(?:da)?StreamQuery\w*", r"\bcuMemcpy\w*"),
     _rule("allocation", "no memory allocation (cudaMalloc/cudaFree, malloc/free, new/delete, containers)",
           r"\bcuda(?:Malloc|Free|HostAlloc|HostRegister|MemPool|DeviceSetMemPool)\w*", r"\bcuMem(?:Alloc|Free|Create|Map|Host)\w*",
-          r"\bnew\b", r"(?<![=\s])\s*\bdelete\b|^\s*delete\b", r"\boperator\s+(?:new|delete)\b",
-          r"\bstd::(?:vector|string|basic_string|unique_ptr|shared_ptr|make_unique|make_shared|allocator|map|"
-          r"unordered_map|list|deque|set|unordered_set)\b", r"\bthrust::\w*vector\b", r"\bDeviceAllocation\b",
-          r"\bdevice_memory::\w+", r"\bHostTensor\b"),
+          r"\bnew\b", r"\boperator\s+(?:new|delete)\b", r"\b__builtin_(?:malloc|calloc|realloc|free|alloca|strdup)\b",
+          r"\b__nv_aligned_device_malloc\b",
+          r"\bstd::(?:vector|string|wstring|basic_string|\w*stringstream|to_string|to_wstring|unique_ptr|shared_ptr|"
+          r"make_unique|make_shared|allocator|__new_allocator|allocator_traits|pmr|function|map|multimap|unordered_map|"
+          r"unordered_multimap|list|forward_list|deque|set|multiset|unordered_set|unordered_multiset)\b",
+          r"\bthrust::\w*vector\b", r"\bDeviceAllocation\b", r"\bdevice_memory::\w+", r"\bHostTensor\b"),
     _rule("threads", "no host threads (std::thread, std::async, pthreads, C11 threads, OpenMP)",
           r"\bstd::(?:thread|jthread|async|execution)\b", r"\bpthread_\w+", r"#\s*pragma\s+omp\b", r"\bomp_\w+",
           r"\btbb::"),
     _rule("streams", "no extra streams, events, graphs or host callbacks (use the stream the ABI passes)",
           r"\bcu(?:da)?Stream(?:Create|Destroy|BeginCapture|EndCapture|AddCallback|AttachMemAsync)\w*",
           r"\bcu(?:da)?Event(?:Create|Destroy)\w*", r"\bcu(?:da)?Graph\w*", r"\bcudaStream(?:PerThread|Legacy)\b",
-          r"\bcu(?:da)?LaunchHostFunc\b"),
+          r"\bcu(?:da)?LaunchHostFunc\w*", r"\(\s*cudaStream_t\s*\)", r"_cast\s*<\s*cudaStream_t\s*>"),
     _rule("device-control", "no device or context control (cudaSetDevice, cudaDeviceReset, limits, IPC) and no "
           "lookup of driver entry points or modules by name",
           r"\bcuda(?:SetDevice|DeviceReset|DeviceSetLimit|DeviceSetCacheConfig|DeviceSetSharedMemConfig|"
@@ -93,23 +103,28 @@ RULES = (
           r"\bcudaGetDriverEntryPoint\w*", r"\bcuGetProcAddress\w*", r"\bcu(?:da)?(?:Module|Library|Link)\w*",
           r"\bnvrtc\w*", r"\bnvJitLink\w*"),
     _rule("file-io", "no files or console (fopen, fstream, iostream, open/read/write)",
-          r"\bstd::(?:ifstream|ofstream|fstream|filesystem|cout|cerr|clog|cin|wcout|print|println)\b", r"\bFILE\s*\*"),
+          r"\bstd::(?:ifstream|ofstream|fstream|filesystem|cout|cerr|clog|cin|wcout|wcerr|wclog|wcin|print|println)\b",
+          r"\bFILE\s*\*"),
     _rule("print", "no printing, also not from the device (printf, cute::print)", r"\bstd::printf\b",
-          r"(?<![\w.])(?<!->)print(?:ln|_\w+)?\s*\("),
+          r"\b__builtin_\w*printf\b", r"(?<![\w.])(?<!->)print(?:ln|_\w+)?\s*(?:\(|<|\))"),
     _rule("process", "no process calls (system, popen, exec*, fork, exit, signals, dlopen, load-time code)",
           r"\bstd::(?:system|exit|abort|terminate|quick_exit)\b",
-          r"__attribute__\s*\(\([^;{}]*?\b(?:constructor|destructor)\b", r"\[\[\s*(?:gnu::)?(?:constructor|destructor)\b",
-          r"#\s*pragma\s+(?:init|fini)\b"),
+          r"\b__attribute__\s*\(\([^;{}]*?\b(?:constructor|destructor|weakref|weak|alias|ifunc|section|symver|"
+          r"visibility|init_priority)\b",
+          r"\[\[\s*(?:gnu::)?(?:constructor|destructor|weakref|weak|alias|ifunc|section|symver|visibility)\b",
+          r"\b_Pragma\b", r"\b__pragma\b", r"#\s*pragma\s+(?:init|fini|weak|redefine_extname)\b"),
     _rule("network", "no network calls (sockets, name lookups, curl)",
           r"\binet_\w+", r"\bepoll_\w+", r"\bcurl_\w+", r"\bsockaddr\w*"),
     _rule("environment", "no access to the environment (getenv, setenv, environ)", r"\b_{0,2}environ\b"),
-    _rule("reference", "no access to the reference (cuBLAS, cuDNN, CUTLASS's reference GEMM, torch, ref_* names)",
-          r"\bcublas\w*", r"\bcudnn\w*", r"\bcutlass::reference\b", r"\breference\w*", r"\w+_reference\w*",
-          r"\bref_\w+", r"\btorch::", r"\bat::\w+"),
+    _rule("reference", "no access to the reference (cuBLAS, cuDNN, CUTLASS's reference GEMM, torch, the gate's "
+          "ref_output / ref_result names)",
+          r"\bcublas\w*", r"\bcudnn\w*", r"\bcutlass::reference\b", r"\breference::(?:host|device)\b",
+          r"\bref_(?:out|output|result|expected|gold|golden)\w*", r"\btorch::", r"\bat::\w+"),
     _rule("abi-names", "the C ABI entry points (evogemm_run, ...) live in the abi block: a patch may not "
           "name, define or redefine them", r"\b(?:" + "|".join(ABI_SYMBOLS) + r")\b"),
-    _rule("token-pasting", "no ## or %: token pasting or %: digraphs (they can assemble a forbidden name or a "
-          "directive the checks cannot see)", r"##", r"%:"),
+    _rule("token-pasting", "no ## token pasting (it can assemble a forbidden name)", r"##"),
+    _rule("linkage", "no extern declarations but `extern __shared__` (a patch declares no library symbol of its own)",
+          r"\bextern\b(?!\s+__shared__\b)"),
     _rule("std-alias", "no `using namespace std` or alias of std (std:: names are how the checks see them)",
           r"\busing\s+namespace\s+(?:::)?std\b", r"\bnamespace\s+\w+\s*=\s*(?:::)?std\b"),
     _rule("asm-macro", "no macro named asm or volatile (it would empty the device-side waits and the inline "
@@ -120,28 +135,32 @@ RULES = (
 RULES_TEXT = "\n".join(f"- {r.description}" for r in RULES) + (
     "\n- the library functions of these rules (system, getenv, fopen, printf, malloc, ...) are refused as names, "
     "not only as calls"
-    "\n- no #include of a header the kernel does not include already"
-    "\n- inline asm: instruction text only in string literals, no host instructions (syscall, call, jmp, .byte), "
-    "no asm labels"
-    "\n- no #define or #undef of a name the rest of the kernel uses; #if/#endif and /* */ closed within the patch"
+    "\n- preprocessor: only #if/#ifdef/#ifndef/#elif/#else/#endif (closed within the patch), #define/#undef (not of "
+    "a name the rest of the kernel uses), #pragma unroll, and #include of a header the kernel includes already; "
+    "no %: digraphs"
+    "\n- inline asm: `asm volatile(\"...\" : ...)` with the instruction text in string literals only; no host "
+    "instructions (syscall, call, jmp, .byte), no asm labels"
     "\n- no control or bidirectional characters, no text addressed to a model")
 _INCLUDE = re.compile(r"^[ \t]*#[ \t]*include\b(.*)$", re.M)
-_ASM = re.compile(r"\b(?:asm|__asm__|__asm)\b((?:\s*\b(?:volatile|__volatile__|inline|__inline__|goto)\b)*)\s*\(")
-_HOST_ASM = re.compile(r"\b(?:syscall|sysenter|sysret|callq?|jmpq?|ljmp|lcall|retq?|svc)\b|\bint\s+\$?(?:0x80|0x2e)\b|"
+_ASM_WORD = re.compile(r"\b(?:asm|__asm__|__asm)\b")
+_ASM = re.compile(r"\b(?:asm|__asm__|__asm)\b((?:\s*\b(?:volatile|__volatile__|__volatile|inline|__inline__|__inline|"
+                  r"goto)\b)*)\s*\(")
+_HOST_ASM = re.compile(r"\b(?:syscall|sysenter|sysret|callq?|jmpq?|ljmp|lcall|retq?|svc|j(?:n?[abceglopsz]|n?[abgl]e|"
+                       r"p[eo]|[er]?cxz))\b|\bint\s+\$?(?:0x80|0x2e|3)\b|"
                        r"\.(?:byte|2byte|4byte|8byte|word|short|long|quad|octa|int|ascii|asciz|string|incbin|insn|inst|"
-                       r"section|text|globl)\b")
+                       r"section|text|globl|set|equ|symver|weakref|weak|dc)\b", re.I)
 _ASM_LABEL = re.compile(r"[A-Za-z_.$@][\w.$@]*")
 _STRING = re.compile(r'(?:u8|[uUL])?"(?:[^"\\\n]|\\.)*"')
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 _INJECTION = re.compile(
     r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+|of\s+)*(?:previous|prior|above|earlier|"
     r"preceding|former|system|original)\s+(?:instructions?|prompts?|messages?|rules|directions|context|guidelines)\b|"
-    r"\b(?:system|developer)\s+(?:prompt|message|instructions?)\b|"
-    r"\bnote\s+to\s+(?:the\s+)?(?:assistant|model|ai|llm|reviewer)\b|\byou\s+are\s+now\b|\bnew\s+instructions\b|"
-    r"\bas\s+an?\s+(?:ai|language\s+model)\b|<\|?(?:im_start|im_end|system|endoftext)\|?>|\[/?INST\]|"
-    r"^\s*(?://|/?\*)?\s*#*\s*(?:system|assistant|user)\s*:", re.I | re.M)
-_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif|define|undef)\b[ \t]*(\w*)",
-                        re.M)
+    r"\b(?:ignore|disregard|forget)\b[^.;]{0,40}\b(?:you\s+were\s+(?:told|given|instructed)|your\s+instructions)\b|"
+    r"\b(?:system|developer)\s+(?:prompt|message)\b|\bnote\s+to\s+(?:the\s+)?(?:assistant|model|ai|llm|reviewer)\b|"
+    r"\bas\s+an?\s+(?:ai|language\s+model)\b|<\|?(?:im_start|im_end|system|endoftext)\|?>|\[/?INST\]", re.I)
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w*)[ \t]*(\w*)", re.M)
+_ALLOWED_DIRECTIVES = {"if", "ifdef", "ifndef", "elif", "else", "endif", "define", "undef", "include", "pragma", ""}
+_ALLOWED_PRAGMA = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+(?:unroll\b|nounroll\b|once\b)", re.M)
 
 
 @dataclass(frozen=True)
@@ -180,11 +199,14 @@ def check_code(code: str, allowed_includes: Iterable[str] = (), block: str = "")
 
     for m in _CONTROL.finditer(code):
         refuse("control-characters", code.count("\n", 0, m.start()) + 1)
-    for m in _INJECTION.finditer(code):
-        refuse("prompt-injection", code.count("\n", 0, m.start()) + 1)
+    flat, flat_line = _comment_text(code)
+    for m in _INJECTION.finditer(flat):
+        refuse("prompt-injection", flat_line[m.start()])
     scanned = scan_code(code)
     for what, line in scanned.unterminated:
         refuse("unterminated", line)
+    for m in re.finditer(r"%:", scanned.text):   # before `::` is squeezed: `K % ::cute::size` is no digraph
+        refuse("token-pasting", scanned.lines[m.start()])
     stripped, line_of = squeeze_scopes(scanned.text, scanned.lines)
     for rule in RULES:
         for m in rule.pattern.finditer(stripped):
@@ -193,30 +215,84 @@ def check_code(code: str, allowed_includes: Iterable[str] = (), block: str = "")
     for m in _NAMED.finditer(stripped):
         if not _member_or_qualified(stripped, m.start()):
             refuse(_RULE_OF_NAME[m.group(1)], line_of[m.start()])
+    for m in _CALLED.finditer(stripped):
+        if not _member_or_qualified(stripped, m.start()) and _called(stripped, m.start(), m.end()):
+            refuse(_RULE_OF_NAME[m.group(1)], line_of[m.start()])
+    for m in re.finditer(r"\bdelete\b", stripped):
+        if not stripped[:m.start()].rstrip().endswith("="):   # `= delete` deletes a function, frees nothing
+            refuse("allocation", line_of[m.start()])
     for m in re.finditer(r"\bcudaMemcpy\w*", stripped):
-        name = m.group(0)
-        args = stripped[m.end():close_paren(stripped, m.end())] if stripped.startswith("(", m.end()) else ""
-        if name != "cudaMemcpyDeviceToDevice" and not (name.endswith("Async") and "cudaMemcpyDeviceToDevice" in args):
+        if m.group(0) != "cudaMemcpyDeviceToDevice" and not _device_copy(stripped, m):
             refuse("host-sync", line_of[m.start()])
-    depth = 0
-    for m in _DIRECTIVE.finditer(stripped):
-        kind = m.group(1)
-        depth += kind in ("if", "ifdef", "ifndef")
-        if (kind.startswith("el") and depth == 0) or (kind == "endif" and depth == 0):
-            refuse("unterminated", line_of[m.start(1)])
-        depth -= kind == "endif" and depth > 0
-    if depth > 0:
-        refuse("unterminated", len(originals))
+    _check_directives(stripped, line_of, len(originals), refuse)
     with_strings, line_of_s = scan(code, keep_strings=True)
     allowed = {a.strip() for a in allowed_includes}
     for m in _INCLUDE.finditer(with_strings):
         if m.group(1).strip() not in allowed:
             refuse("includes", line_of_s[m.start(1)] if m.group(1) else line_of_s[m.start()])
+    checked = set()
     for m in _ASM.finditer(with_strings):
+        checked.add(m.start())
         rule = _asm_problem(with_strings[m.end():close_paren(with_strings, m.end() - 1)], bool(m.group(1).strip()))
         if rule:
             refuse(rule, line_of_s[m.start()])
+    for m in _ASM_WORD.finditer(with_strings):   # an asm the check above cannot read: a macro, another spelling
+        if m.start() not in checked:
+            refuse("asm-template", line_of_s[m.start()])
     return sorted(found.values(), key=lambda r: (r.line, r.rule))
+
+
+def _comment_text(code: str) -> "tuple[str, list[int]]":
+    """The code with comment markers and line breaks turned into blanks (a sentence split over `//`
+    lines reads as one), with the line of each character."""
+    out: list[str] = []
+    lines: list[int] = []
+    line = 1
+    for m in re.finditer(r"(//|/\*|\*/|\n\s*\*(?!/)|\s+)|([^/*\s]+|[/*])", code):
+        text = " " if m.group(1) else m.group(2)
+        out.append(text)
+        lines.extend([line] * len(text))
+        line += m.group(0).count("\n")
+    return "".join(out), lines
+
+
+def _called(text: str, start: int, end: int) -> bool:
+    """Whether the name at text[start:end] is called, parenthesised (`(write)(...)`) or addressed (`&write`)."""
+    after = text[end:].lstrip()
+    before = text[:start].rstrip()
+    return after.startswith(("(", ")")) or before.endswith("&")
+
+
+def _device_copy(text: str, m: "re.Match[str]") -> bool:
+    """Whether a cudaMemcpy*Async call copies device to device: one of its arguments is exactly that kind."""
+    if not m.group(0).endswith("Async") or not text.startswith("(", m.end()):
+        return False
+    args, depth, current = [], 0, []
+    for ch in text[m.end() + 1:close_paren(text, m.end())]:
+        if ch == "," and depth == 0:
+            args.append("".join(current).strip())
+            current = []
+            continue
+        depth += {"(": 1, "<": 1, "[": 1, "{": 1, ")": -1, ">": -1, "]": -1, "}": -1}.get(ch, 0)
+        current.append(ch)
+    args.append("".join(current).strip())
+    return "cudaMemcpyDeviceToDevice" in args
+
+
+def _check_directives(stripped: str, line_of: "list[int]", last_line: int, refuse: Callable[[str, int], None]) -> None:
+    """Only the allowed directives, and #if/#endif closed within the patch (a conditional left open
+    could swallow the code between two patched blocks)."""
+    depth = 0
+    for m in _DIRECTIVE.finditer(stripped):
+        kind, line = m.group(1), line_of[m.start()]
+        if kind not in _ALLOWED_DIRECTIVES or (kind == "pragma" and not _ALLOWED_PRAGMA.match(stripped, m.start())):
+            refuse("preprocessor", line)
+        depth += kind in ("if", "ifdef", "ifndef")
+        if kind in ("elif", "else", "endif") and depth == 0:
+            refuse("unterminated", line)
+        depth -= kind == "endif" and depth > 0
+    if depth > 0:
+        refuse("unterminated", last_line)
 
 
 def _member_or_qualified(text: str, start: int) -> bool:

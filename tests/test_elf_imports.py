@@ -48,22 +48,33 @@ def test_imported_symbols_sees_a_function_renamed_by_an_asm_label(tmp_path):
     assert not {"getenv", "dlopen", "socket", "sendmsg", "syscall", "malloc"} & FORBIDDEN_IMPORTS  # static cudart's own
 
 
+PUTS = "#include <stdio.h>\nint go(const char* s) { return puts(s); }\n"
+
+
 @needs_cc
-def test_a_patched_kernel_importing_a_forbidden_function_is_refused_at_build(tmp_path, monkeypatch):
+def test_a_patched_kernel_importing_a_forbidden_or_new_function_is_refused_at_build(tmp_path, monkeypatch):
+    """Forbidden imports are refused outright; any other import that the unpatched twin does not make is
+    refused too (`puts` here: no name list could hold every libc function a patch might declare)."""
     nvcc = tmp_path / "fake-nvcc"
     nvcc.write_text(FAKE_NVCC)
     nvcc.chmod(0o755)
     tools = Toolchain(nvcc=str(nvcc), nvcc_version="fake 1.0", include_dirs=(), cutlass_version="fake")
     compiler = Compiler(cache_dir=tmp_path / "cache", toolchain=tools, jobs=1)
     plain = SPACE.validate(Genome.make("sm90_cutlass", SMALL))
-    patched = plain.with_patch(Patch("kernel", block_source(plain, "kernel") + "\n// patched"))
+    patched = [plain.with_patch(Patch("kernel", block_source(plain, "kernel") + f"\n// patch {i}")) for i in range(4)]
+    libs = {name: _library(tmp_path, name, src) for name, src in
+            (("honest", HONEST), ("hidden", HIDDEN_SYSTEM), ("puts", PUTS))}
     try:
-        monkeypatch.setenv("EVOGEMM_TEST_LIB", str(_library(tmp_path, "hidden", HIDDEN_SYSTEM)))
-        refused = compiler.submit(patched).result()
-        assert not refused.ok and "imports system" in refused.reason and refused.library is None
-        assert compiler.submit(plain).result().ok           # ours: not checked
-        monkeypatch.setenv("EVOGEMM_TEST_LIB", str(_library(tmp_path, "honest", HONEST)))
-        other = patched.with_patch(Patch("kernel", block_source(plain, "kernel") + "\n// patched again"))
-        assert compiler.submit(other).result().ok
+        monkeypatch.setenv("EVOGEMM_TEST_LIB", str(libs["hidden"]))
+        first = compiler.submit(patched[0]).result()   # no unpatched kernel known yet: the forbidden list alone
+        assert not first.ok and "forbidden calls: system" in first.reason and first.library is None
+        monkeypatch.setenv("EVOGEMM_TEST_LIB", str(libs["honest"]))
+        assert compiler.submit(plain).result().ok           # ours: not checked; its imports are the reference
+        assert compiler.submit(patched[1]).result().ok      # imports what its twin imports
+        monkeypatch.setenv("EVOGEMM_TEST_LIB", str(libs["puts"]))
+        new = compiler.submit(patched[2]).result()
+        assert not new.ok and "calls no unpatched sm90_cutlass kernel makes: puts" in new.reason
+        again = compiler.build(patched[2])                   # a cache hit is checked again
+        assert again.cached and not again.ok and again.library is None
     finally:
         compiler.close()
