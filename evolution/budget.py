@@ -25,6 +25,26 @@ from .shape_state import ShapeState
 GRANT_KINDS = ("evaluations", "gpu_seconds", "wall_seconds")
 
 
+class BudgetCannotEnd(ValueError):
+    """The campaign's only limits are ones its run never spends: it would not stop."""
+
+
+def unending_budget(budget: Any, simulated: "bool | None", calls_models: bool) -> "str | None":
+    """Why no limit of `budget` can ever stop the campaign, or None. Evaluations and wall time always
+    run out; GPU seconds not on the simulator (it spends none; `simulated` None: not known yet); LLM
+    tokens not when no operator calls a model."""
+    if any(getattr(budget, k) is not None for k in ("evaluations_per_shape", "total_evaluations", "wall_seconds")):
+        return None
+    if budget.gpu_seconds is not None and simulated is not True:
+        return None
+    if budget.llm_tokens is not None and calls_models:
+        return None
+    whys = {"gpu_seconds": "the simulator spends no GPU time", "llm_tokens": "no operator calls a model"}
+    never = [k for k in whys if getattr(budget, k) is not None]
+    return (f"{' and '.join(never)} would never run out ({'; '.join(whys[k] for k in never)}), "
+            "so the campaign would not stop: set evaluations_per_shape, total_evaluations or wall_seconds")
+
+
 class Grants:
     """The budget grants of a campaign's extensions, per shape and kind, in the order made."""
 

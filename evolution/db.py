@@ -85,7 +85,17 @@ class CampaignDB(SearchRecords):
         self._conns_lock = threading.Lock()
         self._owner = threading.get_ident()
         first = self._connect()
-        if not readonly:
+        if readonly:
+            try:
+                tables = {r[0] for r in first.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            except sqlite3.DatabaseError as exc:
+                first.close()
+                raise sqlite3.DatabaseError(f"{self.path}: not a readable campaign database ({exc})") from exc
+            if "meta" not in tables:
+                first.close()
+                raise sqlite3.DatabaseError(f"{self.path}: empty or not an evogemm campaign database (no meta "
+                                            "table: did the campaign's creation die?)")
+        else:
             first.executescript(SCHEMA)
             columns = {row[1] for row in first.execute("PRAGMA table_info(evaluations)")}
             if "acc_error" not in columns:  # a database made before the accumulation bound

@@ -51,6 +51,15 @@ class SearchRecords:
                      _dumps(list(row.get("llm_calls") or [])), self.session, now))
             self._touch()
 
+    def arm_counts(self) -> dict[str, dict[str, int]]:
+        """Per arm over the campaign: the children it proposed and its operator failures."""
+        out: dict[str, dict[str, int]] = {}
+        for arm, n in self.conn.execute("SELECT COALESCE(arm, operator), COUNT(*) FROM proposals GROUP BY 1"):
+            out.setdefault(arm, {"children": 0, "failures": 0})["children"] = int(n)
+        for arm, n in self.conn.execute("SELECT arm, COUNT(*) FROM operator_failures GROUP BY arm"):
+            out.setdefault(arm, {"children": 0, "failures": 0})["failures"] = int(n)
+        return out
+
     def operator_failures(self, problem: "str | None" = None) -> list[dict]:
         sql = "SELECT * FROM operator_failures" + (" WHERE problem=?" if problem else "") + " ORDER BY problem, idx"
         out = []

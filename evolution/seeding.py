@@ -129,6 +129,8 @@ def read_seed_pool(campaign_dir: "str | Path", per_shape: int = 8) -> dict[str, 
                 items = pool.setdefault(problem, [])
                 if len(items) < per_shape:
                     items.append({"genome": json.loads(gjson), "time_us": us})
+        except sqlite3.DatabaseError as exc:
+            raise sqlite3.DatabaseError(f"{folder / 'campaign.db'} is empty or not a campaign database ({exc})") from exc
         finally:
             conn.close()
     return pool

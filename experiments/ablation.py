@@ -72,7 +72,7 @@ def run_one(campaign: str, strategy: str, seed: int, policy: str, folder: str, b
             extra: "Mapping[str, Any] | None" = None) -> dict:
     """Run one (strategy, seed) on the simulator into `folder`; return its per-shape trajectories.
     `extra`: more dotted-key overrides of the campaign (e.g. {"selection.reward": "improvement"})."""
-    from experiments.campaign import create_campaign, run_campaign
+    from experiments.campaign import create_or_continue, run_campaign
     from experiments.progress import SilentProgress
     from experiments.schema import load_campaign
     base = load_campaign(campaign)
@@ -88,8 +88,7 @@ def run_one(campaign: str, strategy: str, seed: int, policy: str, folder: str, b
     config = load_campaign(campaign, overrides)
     refuse_model_operators(config)
     out = Path(folder)
-    if not (out / "campaign.db").exists():
-        create_campaign(config, out, source=campaign)
+    create_or_continue(config, out, source=campaign)
     t0 = time.monotonic()
     run_campaign(out, progress=SilentProgress(), mode="run", plots=False)  # figures would cost more than the run
     seconds = time.monotonic() - t0

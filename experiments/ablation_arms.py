@@ -160,13 +160,12 @@ def run_one(seed: int, variant: str, folder: str, budget: int, shapes: Sequence[
     reward and evaluated children."""
     from evolution.db import CampaignDB
     from experiments.ablation import trajectories
-    from experiments.campaign import create_campaign, run_campaign
+    from experiments.campaign import create_or_continue, run_campaign
     from experiments.schema import parse_campaign
     out = Path(folder)
     config = parse_campaign(campaign_dict(seed, variant, budget, shapes, candidates, param_mutate, seeded, rl,
                                           broken, parents, jumps, population), base_dir=out.parent)
-    if not (out / "campaign.db").exists():
-        create_campaign(config, out)
+    create_or_continue(config, out)
     t0 = time.monotonic()
     run_campaign(out, progress=_Silent(), plots=False)
     seconds = time.monotonic() - t0

@@ -23,6 +23,7 @@ from templates import get_space
 
 from . import bench_package
 from .bench_report import DEFAULT_HBM_TBPS, DEFAULT_PEAK_TFLOPS, ShapeResult, merge_results, write_outputs
+from .schema_paths import BUNDLED_SUITES
 
 
 class BenchError(ValueError):
@@ -31,7 +32,7 @@ class BenchError(ValueError):
 
 # -- inputs ---------------------------------------------------------------------------------------
 
-SUITES_DIR = Path(__file__).resolve().parent / "suites"  # the suites that ship with the package
+SUITES_DIR = BUNDLED_SUITES
 
 
 def bundled_suites() -> list[str]:
@@ -175,7 +176,14 @@ def run_bench(problems: Sequence[Problem], kernels: Sequence[Genome], evaluator,
         msg = f"[{i}/{len(problems)}] {problem.name}: best vendor {vendor:.1f} us" if vendor else f"[{i}/{len(problems)}] {problem.name}"
         if best:
             msg += f", best kernel {best[1].time_us:.1f} us ({result.speedups().get('best_vendor', float('nan')):.3f}x)"
+        dropped = [(g, m) for g, m in zip(shape_kernels, measurements) if not m.ok]
+        if dropped:
+            msg += f"; {len(dropped)} of {len(shape_kernels)} kernel(s) not timed"
         progress(msg + f" [{time.monotonic() - start:.0f} s]")
+        for g, m in dropped[:10]:
+            progress(f"    {g.family}[{g.id[:8]}]: {m.status}: {(m.reason or '').splitlines()[0][:200] if m.reason else '-'}")
+        if len(dropped) > 10:
+            progress(f"    ... and {len(dropped) - 10} more (bench.json holds each reason)")
     return results
 
 
@@ -200,8 +208,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         campaigns = [p for p in paths if (Path(p) / "hall_of_fame").is_dir()] if args.per_shape else []
         kernels = load_kernels([p for p in paths if p not in campaigns])
         per_shape = halls_by_shape(campaigns) if campaigns else None
+        if paths and not kernels and not any((per_shape or {}).values()):
+            raise BenchError(f"--kernels {' '.join(paths)}: found no genome there (JSON files of genomes, a folder "
+                             "of them, a campaign folder with a hall_of_fame/ that holds kernels)")
     except (BenchError, ValueError) as exc:
         raise CliError(str(exc)) from exc
+    if args.peak_tflops <= 0:
+        raise CliError(f"--peak-tflops must be positive, got {args.peak_tflops:g}")
     from evaluator.gpu_worker import check_timing
     try:
         timing = json.loads(args.timing) if args.timing else {}
@@ -267,6 +280,11 @@ def _merge(args: argparse.Namespace) -> int:
         results, meta = merge_results(args.merge)
     except ValueError as exc:
         raise CliError(str(exc)) from exc
+    out = Path(args.out).resolve()
+    for raw in args.merge:
+        src = Path(raw).resolve()
+        if out in (src, src.parent if src.is_file() else src):
+            raise CliError(f"--out {args.out} is one of the results being merged ({raw}); choose another --out")
     paths = write_outputs(results, Path(args.out), meta)
     print(paths["md"].read_text())
     print("wrote " + ", ".join(str(p) for p in paths.values()))

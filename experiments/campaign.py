@@ -30,12 +30,14 @@ from .report_html import write_campaign_plots
 
 from .campaign_changes import extend_campaign, measured_count, switch_backend
 from .campaign_folder import (CONFIG_FILE, DB_FILE, HOF_DIR, LOG_FILE, OUTPUT_FILES, POLICY_FILE, CampaignEdited,
-                              CampaignExists, CampaignRefused, NotACampaign, create_campaign, default_output_dir,
+                              CampaignExists, CampaignRefused, NotACampaign, create_campaign, create_or_continue,
+                              default_output_dir,
                               load_policy_state, open_campaign, open_folder, refuse_if_running)
 
 __all__ = ["CONFIG_FILE", "DB_FILE", "LOG_FILE", "POLICY_FILE", "REPORT_FILE", "HOF_DIR", "CampaignRefused",
            "CampaignExists", "NotACampaign", "CampaignEdited", "CampaignResult", "atomic_write",
-           "default_output_dir", "load_policy_state", "create_campaign", "open_campaign", "run_campaign",
+           "default_output_dir", "load_policy_state", "create_campaign", "create_or_continue", "open_campaign",
+           "run_campaign",
            "before_create", "discard_unstarted", "measured_count", "extend_campaign"]
 
 

@@ -140,7 +140,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 not isinstance(exc, expected_errors()):
             raise
         hint = "; run with --backend simulator to use the analytic simulator" if isinstance(exc, NoGpuError) else ""
-        raise _cli_error(f"{exc}. Nothing was run, and {out} was removed{hint}") from exc
+        removed = f"{out} was removed" if before.get("created") else f"the files it wrote to {out} were removed"
+        raise _cli_error(f"{exc}. Nothing was run, and {removed}{hint}") from exc
 
 
 def cmd_resume(args: argparse.Namespace) -> int:

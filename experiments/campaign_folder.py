@@ -113,9 +113,33 @@ def create_campaign(config: Any, out_dir: "str | Path", source: "str | None" = N
     if (out / DB_FILE).exists() or (out / CONFIG_FILE).exists():
         raise CampaignExists(f"{out} already holds a campaign; continue it with `evogemm resume {out}` "
                              "or choose another --out")
+    if out.exists() and not out.is_dir():
+        raise CampaignRefused(f"{out} is a file, not a folder; choose another --out")
+    taken = [name for name in OUTPUT_FILES if (out / name).exists() or (out / name).is_symlink()]
+    if taken:
+        raise CampaignRefused(f"{out} holds {', '.join(taken)} but no campaign: a campaign would overwrite them; "
+                              "choose another --out")
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / CONFIG_FILE, dump_campaign(config, source))
     _initialise_db(out, config).close()
+    return out
+
+
+def create_or_continue(config: Any, out_dir: "str | Path", source: "str | None" = None) -> Path:
+    """For runs that a command makes and continues (ablate, ablate-arms): create the campaign, or keep
+    the one already in `out_dir` when it was made with these very settings (a run stopped part-way goes
+    on). One made with other settings is refused: its results would be reported as this run's."""
+    out = Path(out_dir)
+    if not (out / DB_FILE).exists():
+        return create_campaign(config, out, source)
+    with CampaignDB(out / DB_FILE, readonly=True) as db:
+        stored = db.get_meta("config")
+    diff = _flat_diff(stored, _plain(config.resolved()))
+    if diff:
+        shown = [f"{k} {_short(a)} -> {_short(b)}" for k, (a, b) in list(diff.items())[:4]]
+        more = f" and {len(diff) - 4} more" if len(diff) > 4 else ""
+        raise CampaignRefused(f"{out} holds a run made with other settings ({'; '.join(shown)}{more}); "
+                              "choose another --out or remove it")
     return out
 
 
@@ -287,6 +311,22 @@ def write_config_file(folder: Path, config: Any, history: Sequence[Mapping[str, 
 
 # -- who else is running this campaign --------------------------------------------------------------
 
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` of this machine still runs. A zombie (killed, not yet reaped: where PID 1
+    reaps no orphans, as in a container without an init, it stays one) does not."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return True   # no /proc (not Linux): the signal test is all there is
+    return fields[0] not in ("Z", "X")
+
+
 def refuse_if_running(db: CampaignDB, folder: Path, what: str) -> None:
     sessions = db.sessions()
     if not sessions:
@@ -299,11 +339,7 @@ def refuse_if_running(db: CampaignDB, folder: Path, what: str) -> None:
         return
     if any(e["session"] == last["id"] for e in db.events("campaign_done") + db.events("session_error")):
         return  # that session ended (the process may live on, e.g. a notebook)
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
+    if not process_alive(int(pid)):
         return
-    except PermissionError:
-        pass
     raise CampaignRefused(f"{folder} is being run by process {pid} on this machine (its session {last['id']} "
                           f"is still alive); stop it before you {what}")

@@ -185,7 +185,10 @@ def expected_errors() -> tuple[type[BaseException], ...]:
     from evaluator.compile import ToolchainError
     from evaluator.factory import NoGpuError
     from evaluator.worker_pool import WorkerStartError
-    return (CliError, ValueError, ToolchainError, NoGpuError, WorkerStartError, sqlite3.DatabaseError, OSError)
+    from experiments.campaign_folder import CampaignRefused
+    # ImportError: a backend or plug-in whose package is not installed (e.g. Ray), said as such
+    return (CliError, ValueError, ToolchainError, NoGpuError, WorkerStartError, CampaignRefused, sqlite3.DatabaseError,
+            OSError, ImportError)
 
 
 def main(argv: "Sequence[str] | None" = None) -> int:

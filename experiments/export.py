@@ -120,8 +120,7 @@ def export(folders: Sequence[str], out: Path, name: str = "evogemm_kernels", min
     if not name.isidentifier():
         raise ExportError(f"--name {name!r} is not a Python package name")
     out = Path(out)
-    if out.exists() and not force:
-        raise ExportError(f"{out} exists; choose another --out or pass --force to replace it")
+    _check_out(out, folders, force)
     choices = choose(folders)
     if not choices:
         raise ExportError("the campaigns hold no measured kernel (did they run?)")
@@ -194,6 +193,27 @@ def export(folders: Sequence[str], out: Path, name: str = "evogemm_kernels", min
         shutil.rmtree(out)
     tmp.rename(out)
     return table
+
+
+def _check_out(out: Path, folders: Sequence[str], force: bool) -> None:
+    """--out may not be, hold or lie inside a campaign being exported (replacing it would delete the
+    campaign), and --force replaces only an earlier export (or an empty folder), never any folder."""
+    target = out.resolve()
+    for folder in folders:
+        src = Path(folder).resolve()
+        if target == src or src.is_relative_to(target) or target.is_relative_to(src):
+            raise ExportError(f"--out {out} is, holds or lies inside the campaign {folder}; choose another --out")
+    if not out.exists():
+        return
+    if not force:
+        raise ExportError(f"{out} exists; choose another --out or pass --force to replace it")
+    if not out.is_dir():
+        raise ExportError(f"{out} is a file, not an earlier export; choose another --out")
+    empty = not any(out.iterdir())
+    earlier_export = (out / "pyproject.toml").is_file() and any(out.glob("*/provenance.json"))
+    if not (empty or earlier_export):
+        raise ExportError(f"{out} is not an earlier export (no pyproject.toml and provenance.json): --force "
+                          f"replaces only those; choose another --out")
 
 
 def _toolchain(compiler: Compiler):

@@ -40,6 +40,20 @@ def _fmt_us(us: "float | None") -> str:
     return f"{us / 1000:.3f} ms" if us >= 10000 else f"{us:.2f} us"
 
 
+def _count_by_arm(failures: "list[dict]") -> dict[str, int]:
+    out: dict[str, int] = {}
+    for f in failures:
+        out[f["arm"]] = out.get(f["arm"], 0) + 1
+    return out
+
+
+def silent_arms(arms: "Mapping[str, Mapping[str, int]]") -> list[str]:
+    """One line per arm that failed every call it got (it never proposed a child): a broken plug-in, a
+    model that cannot be reached or answers nothing usable."""
+    return [f"operator {arm} failed {c['failures']} time(s) and proposed no child: see operator_failures in "
+            "campaign.db or campaign.log" for arm, c in sorted(arms.items()) if c["failures"] and not c["children"]]
+
+
 def campaign_status(db: CampaignDB) -> dict[str, Any]:
     """Per shape: status, evaluations spent / allocated, failures by status, best kernel, each
     baseline and the speedup over it, and the operator weights of the last policy-log entry."""
@@ -64,6 +78,7 @@ def campaign_status(db: CampaignDB) -> dict[str, Any]:
             "allocation": _plus((row["allocation"] or {}).get("evaluations"), granted.get(name, 0)),
             "statuses": counts,
             "failures": {k: v for k, v in counts.items() if k != "ok"},
+            "operator_failures": _count_by_arm(db.operator_failures(name)),
             "baselines": {n: t.median_us for n, t in bs.device.items()} if bs else {},
             "best_vendor": bs.best("device") if bs else None,
             "best": None,
@@ -109,6 +124,7 @@ def campaign_status(db: CampaignDB) -> dict[str, Any]:
         "evaluator": db.get_meta("evaluator_description"),
         "evaluations": db.evaluation_count(),
         "proposals": db.max_seq() + 1,
+        "arms": db.arm_counts(),
         "gpu_seconds": db.gpu_seconds(),
         "wall_seconds": db.wall_seconds(),
         "sessions": len(db.sessions()),
@@ -216,6 +232,8 @@ def print_status(status: dict[str, Any], console: "Console | None" = None) -> No
                          for n, us in sorted(s["baselines"].items(), key=lambda t: t[1])]
                 console.print("    vs " + " | ".join(parts), highlight=False, soft_wrap=True)
             fails = ", ".join(f"{k} {v}" for k, v in sorted(s["failures"].items())) or "none"
+            ops = s.get("operator_failures") or {}
+            fails += ("; operator failures: " + ", ".join(f"{a} {n}" for a, n in sorted(ops.items()))) if ops else ""
             weights = ", ".join(f"{a} {p:.2f}" for a, p in sorted(s["weights"].items(), key=lambda t: -t[1]))
             console.print(f"    failures: {fails}; operator weights: {weights or '-'}", highlight=False,
                           soft_wrap=True)
@@ -232,6 +250,8 @@ def print_status(status: dict[str, Any], console: "Console | None" = None) -> No
             sp = s.get("speedups", {}).get(n)
             cells.append("-" if us is None else (f"{_fmt_us(us)} {sp:.2f}x" if sp else _fmt_us(us)))
         fails = ", ".join(f"{k} {v}" for k, v in sorted(s["failures"].items())) or "-"
+        ops = sum((s.get("operator_failures") or {}).values())
+        fails += f" (+{ops} operator)" if ops else ""
         weights = " ".join(f"{a}:{p:.2f}" for a, p in sorted(s["weights"].items(), key=lambda t: -t[1])[:3])
         evals = f"{s['evaluations']}/{s['allocation']}" if s.get("allocation") else str(s["evaluations"])
         table.add_row(s["shape"], "skipped" if s.get("skipped") else s["status"], evals,
@@ -285,6 +305,8 @@ def _per_gpu_text(busy_by_actor: Any, wall: float, actors: Any) -> "str | None":
 
 
 def _footer(status: dict[str, Any], console: Console, sim: Any) -> None:
+    for line in silent_arms(status.get("arms") or {}):
+        console.print(f"[yellow]warning:[/yellow] {line}", highlight=False, soft_wrap=True)
     util = utilisation_text(status.get("utilisation"))
     if util:
         console.print(util, highlight=False, soft_wrap=True)
@@ -343,6 +365,7 @@ def render_report(status: dict[str, Any], plots: "Sequence[str]" = ()) -> str:
               f"- {status['evaluations']} evaluations, {status['proposals']} proposals, {status['sessions']} "
               f"session(s), {status['wall_seconds']:.0f} s wall, {status['gpu_seconds']:.1f} s GPU"]
     lines += [f"- {line}" for line in headline_lines(status)]
+    lines += [f"- **warning:** {line}" for line in silent_arms(status.get("arms") or {})]
     util = utilisation_text(status.get("utilisation"))
     if util:
         lines.append(f"- {util}")

@@ -42,20 +42,23 @@ from __future__ import annotations
 import copy
 import math
 import re
+import sqlite3
 from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
 from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
-from evolution.seeding import bench_result_file
+from evolution.budget import unending_budget
+from evolution.seeding import bench_result_file, read_seed_pool
 from genome import Problem
 from templates import default_family
 
 from .schema_models import (DEFAULT_OPERATORS, Budget, EvaluatorConfig, LlmConfig, OperatorSpec, ParentSelection,
                             Population, Provider, Selection, StrategySpec, Strict, SuiteRef, default_operator_data,
                             default_operators)
-from .schema_paths import ShapeItem, base_dir_of, is_stored, load_suite, parse_shape, resolve_path
+from .schema_paths import (BUNDLED_SUITES, ShapeItem, base_dir_of, bundled_suite, is_stored, load_suite, parse_shape,
+                           resolve_path)
 from .schema_plugins import guarded, new_plugins, plugins_of
 from .schema_yaml import CampaignError, at, read_campaign_file, yaml_lines
 from .schema_yaml import format_errors as _format_errors
@@ -133,6 +136,11 @@ class CampaignConfig(Strict):
             if not campaign and bench_result_file(path) is None:
                 raise ValueError(f"{raw}: {path} is not a campaign folder (no hall_of_fame/ or campaign.db) "
                                  "or an evogemm bench result (a bench.json, or a folder holding one)")
+            if campaign and not (path / "hall_of_fame").is_dir():   # its pool is read from the database
+                try:
+                    read_seed_pool(path)
+                except sqlite3.DatabaseError as exc:
+                    raise ValueError(f"{raw}: {exc}") from None
             out.append(str(path))
         return out
 
@@ -153,7 +161,10 @@ class CampaignConfig(Strict):
                 try:
                     path = resolve_path(ref.path, base_dir_of(info))
                 except ValueError as exc:
-                    raise ValueError(at(f"{where}.path", str(exc))) from exc
+                    path = bundled_suite(ref.path)   # a bundled suite by name, as `bench --suite` takes
+                    if path is None:
+                        names = ", ".join(sorted(p.stem for p in BUNDLED_SUITES.glob("*.yaml"))) or "none"
+                        raise ValueError(at(f"{where}.path", f"{exc} (bundled suites, by name: {names})")) from exc
                 try:
                     problems += load_suite(path, ref.groups)
                 except ValueError as exc:
@@ -168,6 +179,9 @@ class CampaignConfig(Strict):
                                              "(give each entry its own `arm:` label)"))
         if not self.operators and self.strategy.name == "evolution":
             raise ValueError(at("operators", "the evolution strategy needs at least one operator"))
+        never = unending_budget(self.budget, None, any(op.model is not None for op in self.operators))
+        if never is not None:
+            raise ValueError(at("budget", never))
         providers = {p.name for p in self.llm.providers} | {p.model for p in self.llm.providers}
         for i, op in enumerate(self.operators):
             if op.model is not None and op.model not in providers:

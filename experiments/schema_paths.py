@@ -27,6 +27,18 @@ def _repo_root(start: Path) -> "Path | None":
     return None
 
 
+BUNDLED_SUITES = Path(__file__).resolve().parent / "suites"   # the suites that ship with the package
+
+
+def bundled_suite(name: str) -> "Path | None":
+    """The bundled suite file a bare name means (`public`, `unaligned.yaml`), or None."""
+    path = Path(name)
+    if path.parent != Path(".") or path.suffix not in ("", ".yaml", ".yml"):
+        return None
+    candidate = BUNDLED_SUITES / (path.name if path.suffix else f"{path.name}.yaml")
+    return candidate if candidate.is_file() else None
+
+
 def resolve_path(raw: str, base_dir: "Path | None", must_exist: bool = True) -> Path:
     """Find `raw`: absolute; else relative to the campaign's folder, then the repository root above
     it; else the path without its leading ../ searched in every folder above the campaign file;

@@ -226,10 +226,11 @@ def format_errors(exc: ValidationError, root: "type[BaseModel]", data: Any = Non
             if msg.startswith(prefix):
                 msg = msg[len(prefix):]
         m = re.match(r"^__loc__(.*?)__(.*)$", msg, re.S)  # a validator's message that belongs to one key
+        unseen = object()
         if m:
             loc = _parse_loc(m.group(1))
             msg = m.group(2)
-            value = _lookup(data, loc, None)
+            value = _lookup(data, loc, unseen)
         path = fmt_loc(loc)
         where = ""
         if lines is not None:
@@ -246,8 +247,8 @@ def format_errors(exc: ValidationError, root: "type[BaseModel]", data: Any = Non
             out.append(f"{path}: {fmt_value(value)} is not allowed: allowed: {ctx.get('expected')}{where}")
         elif etype in _CONSTRAINT_TEXT:
             out.append(f"{path}: {fmt_value(value)} is not allowed: {_CONSTRAINT_TEXT[etype](ctx)}{where}")
-        elif model_at(root, loc) is not None and etype in ("value_error", "assertion_error"):
-            out.append(f"{path}: {msg}{where}")
+        elif value is unseen or (model_at(root, loc) is not None and etype in ("value_error", "assertion_error")):
+            out.append(f"{path}: {msg}{where}")   # the key is not in the file as written (e.g. suite: NAME)
         else:
             if msg.startswith("Input should be "):
                 msg = "must be " + msg[len("Input should be "):]

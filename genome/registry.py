@@ -36,6 +36,9 @@ def load_object(path: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise PluginError(f"cannot import module {module_name!r} for plug-in {path!r}: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - the plug-in's own code failed while importing (a bug there, a syntax error)
+        raise PluginError(f"importing module {module_name!r} for plug-in {path!r} failed: "
+                          f"{type(exc).__name__}: {exc}") from exc
     obj: Any = module
     for part in attr.split("."):
         try:

@@ -88,6 +88,16 @@ class NoOpOperator:
         return []
 
 
+class BrokenOperator:
+    """An operator whose every call raises (a plug-in with a bug)."""
+
+    arity = 1
+    name = "broken"
+
+    def __call__(self, parents: Sequence[Any], ctx: Any) -> list:
+        raise RuntimeError("a bug in the plug-in")
+
+
 class EchoProvider:
     """An LLM provider kind: answers with the prompt."""
 

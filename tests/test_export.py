@@ -126,6 +126,25 @@ def test_export_errors_are_clear(campaigns, tmp_path):
     assert proc.returncode == 2 and "package name" in proc.stderr
 
 
+def test_export_never_replaces_a_campaign_or_a_folder_that_is_not_an_export(campaigns, fake_library, tmp_path):
+    """--force replaced --out whatever it was: exporting a campaign onto itself deleted the campaign."""
+    stub = lambda choice: fake_library  # noqa: E731
+    for out in (campaigns[0], campaigns[0] / "pkg", campaigns[0].parent):
+        with pytest.raises(ExportError, match="is, holds or lies inside the campaign"):
+            export([str(campaigns[0])], out, force=True, log=lambda s: None, library_of=stub)
+    assert (campaigns[0] / "campaign.db").is_file()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    with pytest.raises(ExportError, match="not an earlier export"):
+        export([str(campaigns[0])], mine, force=True, log=lambda s: None, library_of=stub)
+    assert (mine / "notes.txt").read_text() == "keep me"
+    pkg = tmp_path / "pkg"
+    export([str(campaigns[0])], pkg, include_simulated=True, log=lambda s: None, library_of=stub)
+    export([str(campaigns[0])], pkg, include_simulated=True, force=True, log=lambda s: None, library_of=stub)
+    assert (pkg / "pyproject.toml").is_file()                  # an earlier export is replaced
+
+
 def test_abi_binding_reads_the_fake_library(fake_library):
     from evaluator.kernel_abi import EvoKernel
     kernel = EvoKernel(str(fake_library), [3, 1])

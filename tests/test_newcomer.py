@@ -133,8 +133,16 @@ def test_failed_start_removes_the_folder_it_created_and_says_one_line(tmp_path):
     mine.mkdir()
     (mine / "notes.txt").write_text("keep me")
     proc = evogemm("run", str(camp), "--out", str(mine), "--no-live")
-    one_line_error(proc, "Nothing was run")
+    one_line_error(proc, "Nothing was run", f"the files it wrote to {mine} were removed")
     assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+    # a folder holding files a campaign would overwrite, or a file, is refused before anything is written
+    (mine / "report.md").write_text("my own report")
+    proc = evogemm("run", str(camp), "--out", str(mine), "--no-live", "--backend", "simulator")
+    one_line_error(proc, "holds report.md but no campaign", "choose another --out")
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt", "report.md"]
+    assert (mine / "report.md").read_text() == "my own report"
+    proc = evogemm("run", str(camp), "--out", str(mine / "notes.txt"), "--no-live", "--backend", "simulator")
+    one_line_error(proc, "is a file, not a folder")
     # so the obvious next command just works
     proc = evogemm("run", str(camp), "--out", str(out), "--no-live", "--backend", "simulator")
     assert proc.returncode == 0, proc.stderr
@@ -456,6 +464,51 @@ def test_bad_campaign_files_are_named_in_one_line(tmp_path, content, words):
     assert not (tmp_path / "o").exists()
 
 
+def test_a_budget_that_would_never_run_out_is_refused(tmp_path):
+    """A simulator campaign limited by GPU seconds alone, or by LLM tokens with no LLM operator, ran on
+    and on (thousands of evaluations; `ablate` the same): nothing it spends counts against the limit."""
+    tokens = _yaml(tmp_path, TINY.replace("{evaluations_per_shape: 8}", "{llm_tokens: 100}"))
+    for command in ("validate", "run"):
+        extra = ["--out", str(tmp_path / "o")] if command == "run" else []
+        one_line_error(evogemm(command, str(tokens), *extra), "llm_tokens would never run out",
+                       "no operator calls a model", "evaluations_per_shape")
+    gpu = _yaml(tmp_path, TINY.replace("{evaluations_per_shape: 8}", "{gpu_seconds: 1}"))
+    assert evogemm("validate", str(gpu)).returncode == 0        # on a GPU it would run out
+    for command in ("run", "ablate"):
+        proc = evogemm(command, str(gpu), "--out", str(tmp_path / "o"), "--no-live", timeout=60) \
+            if command == "run" else evogemm(command, str(gpu), "--seeds", "1", "--out", str(tmp_path / "o"), timeout=60)
+        one_line_error(proc, "gpu_seconds would never run out", "the simulator spends no GPU time")
+    assert not (tmp_path / "o" / "campaign.db").exists()
+
+
+def test_an_operator_that_always_fails_is_shown_not_only_logged(tmp_path):
+    """A plug-in operator that raised on every call ran to the end with exit 0, and status and the report
+    said `failures -`: its failures were only in campaign.log and the database."""
+    camp = _yaml(tmp_path, TINY + "    operators: [{name: 'plugin_examples_for_schema:BrokenOperator'}, "
+                                  "{name: param_mutate}]\n")
+    out = tmp_path / "c"
+    proc = evogemm("run", str(camp), "--out", str(out), "--no-live")
+    assert proc.returncode == 0, proc.stderr
+    warning = "operator plugin_examples_for_schema:BrokenOperator failed"
+    assert warning in proc.stdout and "proposed no child" in proc.stdout, proc.stdout
+    assert warning in (out / "report.md").read_text()
+    status = json.loads(evogemm("status", str(out), "--json").stdout)
+    arm = status["arms"]["plugin_examples_for_schema:BrokenOperator"]
+    assert arm["children"] == 0 and arm["failures"] > 0 and status["arms"]["param_mutate"]["children"] > 0
+    assert sum(s["operator_failures"].get("plugin_examples_for_schema:BrokenOperator", 0)
+               for s in status["shapes"]) == arm["failures"]
+
+
+def test_a_campaign_takes_a_bundled_suite_by_name_as_bench_does(tmp_path):
+    named = _yaml(tmp_path, TINY.replace('shapes: ["512x512x512", "1024x1024x1024"]', "suite: unaligned"))
+    proc = evogemm("validate", str(named))
+    assert proc.returncode == 0 and "6 shapes" in proc.stdout, proc.stdout + proc.stderr
+    unknown = _yaml(tmp_path, TINY.replace('shapes: ["512x512x512", "1024x1024x1024"]', "suite: nosuch"), "u.yaml")
+    line = one_line_error(evogemm("validate", str(unknown)), "suite.path: nosuch not found",
+                          "bundled suites, by name: public, unaligned")
+    assert "null" not in line
+
+
 def test_a_folder_or_a_bad_suite_is_named(tmp_path):
     one_line_error(evogemm("validate", str(tmp_path)), str(tmp_path), "is a folder")
     suite = tmp_path / "suite.yaml"
@@ -507,3 +560,75 @@ def test_dependencies_point_one_way():
             assert not any(m in names or m.startswith(tuple(n + "." for n in names)) for m in mods), \
                 f"experiments/{name}.py imports {other}"
     assert not (REPO / "evolution" / "campaign.py").exists() and (exp / "campaign.py").exists()
+
+
+def test_a_killed_process_not_yet_reaped_does_not_hold_its_campaign():
+    """After kill -9 the run's process can stay a zombie (no init in a container reaps it); resume took it
+    for a live run and refused."""
+    import signal
+    import time as _time
+    from experiments.campaign_folder import process_alive
+
+    def state(pid: int) -> str:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert process_alive(child.pid)
+        os.kill(child.pid, signal.SIGKILL)
+        deadline = _time.monotonic() + 10
+        while _time.monotonic() < deadline and state(child.pid) != "Z":
+            _time.sleep(0.05)
+        os.kill(child.pid, 0)                      # the signal test alone still finds it
+        assert not process_alive(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    assert not process_alive(child.pid)
+
+
+def test_bench_says_what_it_did_not_time_and_refuses_what_it_cannot_do(tmp_path):
+    (tmp_path / "empty").mkdir()
+    one_line_error(evogemm("bench", "--kernels", str(tmp_path / "empty"), "--shapes", "256x256x256", "--backend",
+                           "simulator", "--out", str(tmp_path / "o")), "found no genome there")
+    seed = REPO / "templates" / "sm90_cutlass" / "seeds" / "pp_128x128x64_c1x1.json"
+    proc = evogemm("bench", "--kernels", str(seed), "--shapes", "256x130x256", "256x256x256", "--backend",
+                   "simulator", "--out", str(tmp_path / "b"))
+    assert proc.returncode == 0, proc.stderr
+    assert "256x130x256: best vendor" in proc.stdout and "1 of 1 kernel(s) not timed" in proc.stdout
+    assert "invalid: [tma-alignment]" in proc.stdout                # the reason, on the console
+    proc = evogemm("bench", "--kernels", str(seed), "--shapes", "512x512x512", "--backend", "simulator",
+                   "--out", str(tmp_path / "b2"))
+    assert proc.returncode == 0, proc.stderr
+    one_line_error(evogemm("bench", "--merge", str(tmp_path / "b"), str(tmp_path / "b2"), "--out", str(tmp_path / "b")),
+                   "is one of the results being merged")
+    one_line_error(evogemm("bench", "--shapes", "256x256x256", "--backend", "simulator", "--peak-tflops", "-5",
+                           "--out", str(tmp_path / "p")), "--peak-tflops must be positive")
+
+
+def test_a_damaged_database_is_named_with_what_is_wrong(tmp_path):
+    broken = tmp_path / "hw0"
+    broken.mkdir()
+    (broken / "campaign.db").write_bytes(b"")
+    for command in ("status", "report"):
+        one_line_error(evogemm(command, str(broken)), "campaign.db", ("empty or not", "not a readable"))
+    camp = _yaml(tmp_path, TINY + f"    seed_from: [{broken}]\n")
+    one_line_error(evogemm("validate", str(camp)), "seed_from", "campaign.db is empty or not a campaign database")
+    (broken / "campaign.db").write_bytes(b"this is no database" * 100)
+    one_line_error(evogemm("status", str(broken)), "not a readable campaign database")
+
+
+def test_ablation_runs_continue_only_a_run_of_the_same_settings(tmp_path):
+    """`ablate` and `ablate-arms` kept any run already in --out: a run with other shapes or another budget
+    was reported under the new settings' header."""
+    from experiments.campaign import CampaignRefused, create_or_continue
+    config = parse_campaign(yaml.safe_load(textwrap.dedent(TINY)), base_dir=tmp_path)
+    out = create_or_continue(config, tmp_path / "r")
+    assert (out / "campaign.db").exists() and create_or_continue(config, out) == out   # the same: it goes on
+    other = parse_campaign(yaml.safe_load(textwrap.dedent(TINY).replace("evaluations_per_shape: 8",
+                                                                         "evaluations_per_shape: 30")), base_dir=tmp_path)
+    with pytest.raises(CampaignRefused, match=r"other settings \(budget.evaluations_per_shape 8 -> 30\)"):
+        create_or_continue(other, out)
+    proc = evogemm("ablate-arms", "--seeds", "1", "--budget", "30", "--out", str(tmp_path / "a"))
+    assert proc.returncode == 0, proc.stderr
+    one_line_error(evogemm("ablate-arms", "--seeds", "1", "--budget", "30", "--shapes", "256x256x256",
+                           "--out", str(tmp_path / "a")), "holds a run made with other settings", "shapes")

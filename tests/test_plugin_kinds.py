@@ -4,12 +4,17 @@ of evolution.plugins: a plug-in of the wrong kind is refused with one line that 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from experiments.schema import CampaignError, load_campaign, parse_campaign
+
+REPO = Path(__file__).resolve().parents[1]
 
 EX = "plugin_examples_for_schema"  # tests/plugin_examples_for_schema.py (tests/ is on sys.path)
 HEAD = """\
@@ -89,10 +94,19 @@ def test_a_plugin_module_that_fails_on_import_is_one_line(tmp_path, monkeypatch)
     (tmp_path / "broken_plugin_mod.py").write_text("raise RuntimeError('boom\\nsecond line')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     line = refused(tmp_path, "strategy: broken_plugin_mod:Anything")
-    assert line.startswith("strategy.name: 'broken_plugin_mod:Anything' is not allowed: search strategy plug-in "
-                           "'broken_plugin_mod:Anything' failed to load: RuntimeError: boom second line")
+    assert line.startswith("strategy.name: 'broken_plugin_mod:Anything' is not allowed: importing module "
+                           "'broken_plugin_mod' for plug-in 'broken_plugin_mod:Anything' failed: RuntimeError: boom "
+                           "second line")
     line = refused(tmp_path, "strategy: no_such_module_anywhere:Anything")
     assert "cannot import module 'no_such_module_anywhere'" in line
+    # outside a campaign file too (space, render, bench name families by import path): one line, exit 2
+    (tmp_path / "syntax_plugin_mod.py").write_text("def f(:\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO), os.environ.get("PYTHONPATH", "")])}
+    for module, what in (("broken_plugin_mod", "RuntimeError: boom"), ("syntax_plugin_mod", "SyntaxError")):
+        proc = subprocess.run([sys.executable, "-m", "experiments.cli", "space", f"{module}:FAMILY"], env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert f"importing module '{module}'" in proc.stderr and what in proc.stderr
 
 
 def test_right_kind_plugins_are_accepted(tmp_path):
