@@ -23,7 +23,26 @@ getaddrinfo getnameinfo gethostbyname gethostbyname2 gethostbyaddr send sendto r
 accept accept4 putenv unsetenv clearenv secure_getenv dup2 dup3 unlinkat renameat rename symlink link chown
 """.split())
 
+# Imports a patch may add although its unpatched twin lacks them: libm's math, memory and string helpers,
+# and the C++ runtime (mangled names, exceptions, unwinding), except the parts of libstdc++ that reach
+# files, threads or processes.
+HARMLESS_IMPORTS = frozenset("""
+sqrt sqrtf exp expf exp2 exp2f expm1 expm1f log logf log2 log2f log10 log10f log1p log1pf pow powf ceil ceilf floor
+floorf fmod fmodf round roundf lround lroundf llround trunc truncf rint rintf lrint nearbyint ldexp ldexpf frexp
+frexpf fabs fabsf fmin fminf fmax fmaxf cbrt cbrtf hypot hypotf sin sinf cos cosf tan tanf tanh tanhf erf erff
+memcpy memmove memset memcmp memchr strlen strnlen strcmp strncmp strchr strrchr strstr abs labs llabs
+__stack_chk_fail __tls_get_addr __cxa_atexit __cxa_finalize __gmon_start__
+""".split())
+_RUNTIME_PREFIXES = ("_Z", "__cxa_", "_Unwind_", "__gxx_", "_ITM_")
+_RUNTIME_REACHING_OUT = ("filesystem", "thread", "fstream", "filebuf", "system", "random_device", "locale")
+
 _SHT_DYNSYM = 11
+
+
+def _harmless(name: str) -> bool:
+    if name in HARMLESS_IMPORTS:
+        return True
+    return name.startswith(_RUNTIME_PREFIXES) and not any(w in name for w in _RUNTIME_REACHING_OUT)
 
 
 def imported_symbols(library: "str | Path") -> set[str]:
@@ -57,7 +76,8 @@ def forbidden_imports(library: "str | Path") -> list[str]:
 
 class ImportGuard:
     """What a patched kernel's library may import: no forbidden call, nothing its unpatched twin (or,
-    without one, any unpatched kernel of its family seen so far) does not import. Thread-safe."""
+    without one, any unpatched kernel of its family seen so far) does not import, but the harmless
+    (math, memory and string helpers, the C++ runtime: `HARMLESS_IMPORTS`). Thread-safe."""
 
     def __init__(self) -> None:
         self._seen: dict[str, set[str]] = {}
@@ -84,7 +104,7 @@ class ImportGuard:
             with self._lock:
                 reference = set(self._seen.get(family, ())) or None
         bad = sorted(names & FORBIDDEN_IMPORTS)
-        new = sorted(names - reference - FORBIDDEN_IMPORTS) if reference is not None else []
+        new = [] if reference is None else sorted(n for n in names - reference - FORBIDDEN_IMPORTS if not _harmless(n))
         if not bad and not new:
             return None
         parts = ([f"forbidden calls: {', '.join(bad)}"] if bad else []) + (

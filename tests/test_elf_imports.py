@@ -49,6 +49,7 @@ def test_imported_symbols_sees_a_function_renamed_by_an_asm_label(tmp_path):
 
 
 PUTS = "#include <stdio.h>\nint go(const char* s) { return puts(s); }\n"
+MATH = "#include <math.h>\ndouble go(double x) { return sqrt(x) + floor(x); }\n"
 
 
 @needs_cc
@@ -63,7 +64,7 @@ def test_a_patched_kernel_importing_a_forbidden_or_new_function_is_refused_at_bu
     plain = SPACE.validate(Genome.make("sm90_cutlass", SMALL))
     patched = [plain.with_patch(Patch("kernel", block_source(plain, "kernel") + f"\n// patch {i}")) for i in range(4)]
     libs = {name: _library(tmp_path, name, src) for name, src in
-            (("honest", HONEST), ("hidden", HIDDEN_SYSTEM), ("puts", PUTS))}
+            (("honest", HONEST), ("hidden", HIDDEN_SYSTEM), ("puts", PUTS), ("math", MATH))}
     try:
         monkeypatch.setenv("EVOGEMM_TEST_LIB", str(libs["hidden"]))
         first = compiler.submit(patched[0]).result()   # no unpatched kernel known yet: the forbidden list alone
@@ -76,5 +77,7 @@ def test_a_patched_kernel_importing_a_forbidden_or_new_function_is_refused_at_bu
         assert not new.ok and "calls no unpatched sm90_cutlass kernel makes: puts" in new.reason
         again = compiler.build(patched[2])                   # a cache hit is checked again
         assert again.cached and not again.ok and again.library is None
+        monkeypatch.setenv("EVOGEMM_TEST_LIB", str(libs["math"]))
+        assert compiler.submit(patched[3]).result().ok      # math and memory helpers may be new
     finally:
         compiler.close()
