@@ -2,23 +2,28 @@
 
 A code patch may only change how the kernel computes. It may not synchronise with the host,
 allocate memory, start threads or streams, touch files, the network, other processes or the
-environment, reach the reference (cuBLAS, CUTLASS's reference GEMM, names like ref_*), pull in new
-headers, or remove or rename the C ABI (`evogemm_run` and the other entry points). Each refusal
-names its rule and the offending line.
+environment, reach the reference (cuBLAS, CUTLASS's reference GEMM, the gate's ref_output-style
+names), pull in new headers, or remove or rename the C ABI (`evogemm_run` and the other entry
+points). Each refusal names its rule and the offending line.
 
 Comments and the contents of string and character literals are removed first (keeping line
 numbers), so a comment that mentions cudaMalloc is no violation and `cuda/**/Malloc` or a
 line-continued name (also with blanks after the backslash) hides none; whitespace around `::` is
-dropped before matching. The forbidden library names are refused wherever they appear as a name, not
-only when called (`(system)(...)`, `&system`, `#define RUN system`), unless they are a member or
-qualified by a namespace or class other than std. Whatever could assemble or rename a name the checks
-cannot see is refused: `##` and `%:` (digraph) token pasting, universal character names, control and
-bidirectional characters, asm labels (`int f() asm("system")`), inline asm whose instruction text is
-not string literals, lookups of driver entry points by name, `using namespace std`, a `#define` /
-`#undef` of a name the code outside the patched blocks uses, and conditionals or comments left open
-across a patch's end. Instruction-like text aimed at a model (prompt injection) in a patch is refused
-too: patches are shown to later prompts. This is a static screen, not a sandbox: generated code
-still runs only in the isolated compile pool and GPU workers.
+dropped before matching. Library functions are refused wherever they appear as a name, not only
+when called (`(system)(...)`, `&system`, `#define RUN system`; common words such as `read` only where
+called or addressed), unless they are a member or qualified by a scope other than std. Whatever could
+assemble, declare or rename a name the checks cannot see is refused: `##` pasting and `%:` digraphs,
+universal character names, control and bidirectional characters, extern declarations, asm labels,
+`_Pragma` and linkage attributes (weakref, alias, ...), inline asm the check cannot read, lookups of
+driver entry points by name, `using namespace std`, directives other than conditionals, defines,
+`#pragma unroll` and known includes, a `#define` / `#undef` of a name the code outside the patched
+blocks uses, and conditionals or comments left open across a patch's end. Instruction-like text
+aimed at a model (prompt injection) is refused too: patches are shown to later prompts.
+
+This is a static screen, not a sandbox. Behind it, a patched kernel's library may import nothing
+its unpatched twin does not (`evaluator.elf_imports`), and generated code runs only in the isolated
+compile pool and GPU workers; a patch that walks memory from a function pointer to find a library
+function would pass both checks, and only that isolation contains it.
 """
 
 from __future__ import annotations
