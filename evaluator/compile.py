@@ -185,13 +185,20 @@ class Compiler:
         else:
             result = self._nvcc(kernel, key)
         result.knobs = kernel.knobs
-        if result.ok and result.library:
-            if genome.patches:   # checked on every build and cache hit: a cache may predate the check
-                reason = self._imports.refusal(Path(result.library), genome.family, self._twin_library(genome))
-                if reason is not None:
-                    result = dataclasses.replace(result, ok=False, reason=reason, library=None)
-            else:
-                self._imports.note(genome.family, Path(result.library))
+        return self.vet(genome, result)
+
+    def vet(self, genome: Genome, result: BuildResult) -> BuildResult:
+        """A build of `genome` as it may be used: a patched kernel whose library imports what its unpatched
+        twin does not (elf_imports.ImportGuard) comes back refused. Every builder runs this on every build
+        and every cache hit (a cache may predate the check, or come from another machine)."""
+        if not (result.ok and result.library):
+            return result
+        if genome.patches:
+            reason = self._imports.refusal(Path(result.library), genome.family, self._twin_library(genome))
+            if reason is not None:
+                return dataclasses.replace(result, ok=False, reason=reason, library=None)
+        else:
+            self._imports.note(genome.family, Path(result.library))
         return result
 
     def _twin_library(self, genome: Genome) -> "Path | None":

@@ -30,11 +30,14 @@ HARMLESS_IMPORTS = frozenset("""
 sqrt sqrtf exp expf exp2 exp2f expm1 expm1f log logf log2 log2f log10 log10f log1p log1pf pow powf ceil ceilf floor
 floorf fmod fmodf round roundf lround lroundf llround trunc truncf rint rintf lrint nearbyint ldexp ldexpf frexp
 frexpf fabs fabsf fmin fminf fmax fmaxf cbrt cbrtf hypot hypotf sin sinf cos cosf tan tanf tanh tanhf erf erff
+sincos sincosf asin asinf acos acosf atan atanf atan2 atan2f sinh sinhf cosh coshf fma fmaf lrintf llrint llrintf
+exp10 exp10f copysign copysignf nextafter nextafterf remainder remainderf modf modff
 memcpy memmove memset memcmp memchr strlen strnlen strcmp strncmp strchr strrchr strstr abs labs llabs
 __stack_chk_fail __tls_get_addr __cxa_atexit __cxa_finalize __gmon_start__
 """.split())
 _RUNTIME_PREFIXES = ("_Z", "__cxa_", "_Unwind_", "__gxx_", "_ITM_")
-_RUNTIME_REACHING_OUT = ("filesystem", "thread", "fstream", "filebuf", "system", "random_device", "locale")
+_RUNTIME_REACHING_OUT = ("filesystem", "thread", "fstream", "filebuf", "basic_file", "system", "random_device",
+                         "locale", "cout", "cin", "cerr", "clog", "ostream", "istream", "xsputn", "xsgetn", "stdio")
 
 _SHT_DYNSYM = 11
 

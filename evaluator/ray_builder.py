@@ -179,7 +179,7 @@ class RayBuilder:
             self._set_knobs(hit, genome)
             with self._lock:
                 self.stats.served_from_cache += 1
-            mine.set_result(hit)
+            mine.set_result(self.compiler.vet(genome, hit))
             return mine
         with self._lock:
             shared = self._inflight.get(key)
@@ -190,7 +190,10 @@ class RayBuilder:
         def deliver(done: "Future[BuildResult]") -> None:
             result = _copy_for(done.result(), genome.id)  # _start's future never raises
             self._set_knobs(result, genome)
-            mine.set_result(result)
+            try:
+                mine.set_result(self.compiler.vet(genome, result))
+            except Exception as exc:  # noqa: BLE001 - handed to the waiting caller, never lost in a callback
+                mine.set_exception(exc)
 
         shared.add_done_callback(deliver)
         return mine

@@ -32,6 +32,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import socket
 import sqlite3
 import sys
@@ -132,8 +133,19 @@ def create_or_continue(config: Any, out_dir: "str | Path", source: "str | None" 
     out = Path(out_dir)
     if not (out / DB_FILE).exists():
         return create_campaign(config, out, source)
-    with CampaignDB(out / DB_FILE, readonly=True) as db:
-        stored = db.get_meta("config")
+    try:
+        with CampaignDB(out / DB_FILE, readonly=True) as db:
+            stored = db.get_meta("config")
+    except sqlite3.DatabaseError:
+        stored = None
+    if stored is None:   # its creation died before the database was initialised: nothing measured, start afresh
+        for name in OUTPUT_FILES:
+            path = out / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+        return create_campaign(config, out, source)
     diff = _flat_diff(stored, _plain(config.resolved()))
     if diff:
         shown = [f"{k} {_short(a)} -> {_short(b)}" for k, (a, b) in list(diff.items())[:4]]

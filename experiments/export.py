@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from evaluator.compile import Compiler, ToolchainError
+from evaluator.compile import BuildResult, Compiler, ToolchainError
 from evolution.db import CampaignDB
 from templates import get_family, render
 
@@ -67,6 +67,12 @@ def _libraries(choices: "list[Choice]", compiler: Compiler, build: bool,
     missing = []
     for choice in choices:
         found = _cached(choice, compiler)
+        if found is not None and choice.genome.patches:   # a patched kernel passes the build's import check again
+            vetted = compiler.vet(choice.genome, BuildResult(choice.genome.id, choice.measurement.build_key or "",
+                                                             ok=True, library=str(found)))
+            if not vetted.ok:
+                out[choice.shape] = ExportError(f"{choice.shape}: kernel {choice.genome.id}: {vetted.reason}")
+                continue
         if found is not None:
             out[choice.shape] = found
         elif not build:

@@ -179,7 +179,8 @@ class CampaignConfig(Strict):
                                              "(give each entry its own `arm:` label)"))
         if not self.operators and self.strategy.name == "evolution":
             raise ValueError(at("operators", "the evolution strategy needs at least one operator"))
-        never = unending_budget(self.budget, None, any(op.model is not None for op in self.operators))
+        simulated = True if self.evaluator.backend == "simulator" else None   # auto, gpu, ray: known at the start
+        never = unending_budget(self.budget, simulated, any(op.model is not None for op in self.operators))
         if never is not None:
             raise ValueError(at("budget", never))
         providers = {p.name for p in self.llm.providers} | {p.model for p in self.llm.providers}

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 _SPLICE = re.compile(r"\\[ \t\f\v]*(?:\r\n|\r|\n)")
 RAW_PREFIXES = ("R", "LR", "uR", "UR", "u8R")
-_SCOPE = re.compile(r"\s*::\s*")
 
 
 @dataclass
@@ -88,20 +87,43 @@ def scan(text: str, keep_strings: bool = False) -> "tuple[str, list[int]]":
 
 
 def squeeze_scopes(text: str, lines: "list[int]") -> "tuple[str, list[int]]":
-    """The text with the whitespace around every `::` dropped, and the line of each character kept."""
+    """The text with the whitespace around every `::` dropped, and the line of each character kept
+    (linear: a scan from each `::`, where a regex would backtrack over long runs of blanks)."""
     out: list[str] = []
     kept: list[int] = []
     last = 0
-    for m in _SCOPE.finditer(text):
-        out.append(text[last:m.start()])
-        kept.extend(lines[last:m.start()])
-        colon = m.start() + m.group(0).index(":")
+    colon = text.find("::")
+    while colon >= 0:
+        start = colon
+        while start > last and text[start - 1].isspace():
+            start -= 1
+        end = colon + 2
+        while end < len(text) and text[end].isspace():
+            end += 1
+        out.append(text[last:start])
+        kept.extend(lines[last:start])
         out.append("::")
         kept.extend([lines[colon]] * 2)
-        last = m.end()
+        last = end
+        colon = text.find("::", end)
     out.append(text[last:])
     kept.extend(lines[last:])
     return "".join(out), kept
+
+
+def matching_parens(text: str) -> "dict[int, int]":
+    """For each '(' of the text, the index of the ')' that closes it (len(text) when none does): one
+    pass, where a scan from every '(' would take quadratic time on a patch full of unclosed calls."""
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    for i, ch in enumerate(text):
+        if ch == "(":
+            stack.append(i)
+        elif ch == ")" and stack:
+            pairs[stack.pop()] = i
+    for i in stack:
+        pairs[i] = len(text)
+    return pairs
 
 
 def _token_before(text: str, i: int) -> str:

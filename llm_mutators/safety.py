@@ -34,7 +34,7 @@ from typing import Callable, Iterable
 
 from genome import Genome, Patch
 
-from .cpp_scan import close_paren, scan, scan_code, squeeze_scopes
+from .cpp_scan import close_paren, matching_parens, scan, scan_code, squeeze_scopes
 
 ABI_SYMBOLS = ("evogemm_abi_version", "evogemm_family", "evogemm_can_implement", "evogemm_workspace_size",
                "evogemm_run")
@@ -154,6 +154,7 @@ _HOST_ASM = re.compile(r"\b(?:syscall|sysenter|sysret|callq?|jmpq?|ljmp|lcall|re
                        r"p[eo]|[er]?cxz))\b|\bint\s+\$?(?:0x80|0x2e|3)\b|"
                        r"\.(?:byte|2byte|4byte|8byte|word|short|long|quad|octa|int|ascii|asciz|string|incbin|insn|inst|"
                        r"section|text|globl|set|equ|symver|weakref|weak|dc)\b", re.I)
+_LONGEST_ASM = 4000   # characters inside an asm statement's or a copy call's parentheses; longer ones are refused
 _ASM_LABEL = re.compile(r"[A-Za-z_.$@][\w.$@]*")
 _STRING = re.compile(r'(?:u8|[uUL])?"(?:[^"\\\n]|\\.)*"')
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
@@ -212,6 +213,15 @@ def check_code(code: str, allowed_includes: Iterable[str] = (), block: str = "")
         refuse("unterminated", line)
     for m in re.finditer(r"%:", scanned.text):   # before `::` is squeezed: `K % ::cute::size` is no digraph
         refuse("token-pasting", scanned.lines[m.start()])
+    last_line = len(code.rstrip("\n").split("\n"))
+    # directives and asm before `::` is squeezed too: squeezing eats the newline that starts a directive
+    _check_directives(scanned.text, scanned.lines, last_line, refuse)
+    readable = {m.start() for m in _ASM.finditer(scanned.text)}
+    for m in _ASM_WORD.finditer(scanned.text):   # an asm the check below cannot read: a macro, another spelling
+        if m.start() not in readable:
+            refuse("asm-template", scanned.lines[m.start()])
+    if re.search(r"\\[ \t\f\v]*\Z", code.rstrip("\n")):   # a last-line splice would swallow the template's next line
+        refuse("unterminated", last_line)
     stripped, line_of = squeeze_scopes(scanned.text, scanned.lines)
     for rule in RULES:
         for m in rule.pattern.finditer(stripped):
@@ -226,24 +236,24 @@ def check_code(code: str, allowed_includes: Iterable[str] = (), block: str = "")
     for m in re.finditer(r"\bdelete\b", stripped):
         if not stripped[:m.start()].rstrip().endswith("="):   # `= delete` deletes a function, frees nothing
             refuse("allocation", line_of[m.start()])
+    pairs = matching_parens(stripped)
     for m in re.finditer(r"\bcudaMemcpy\w*", stripped):
-        if m.group(0) != "cudaMemcpyDeviceToDevice" and not _device_copy(stripped, m):
+        if m.group(0) != "cudaMemcpyDeviceToDevice" and not _device_copy(stripped, m, pairs):
             refuse("host-sync", line_of[m.start()])
-    _check_directives(stripped, line_of, len(originals), refuse)
     with_strings, line_of_s = scan(code, keep_strings=True)
     allowed = {a.strip() for a in allowed_includes}
     for m in _INCLUDE.finditer(with_strings):
         if m.group(1).strip() not in allowed:
             refuse("includes", line_of_s[m.start(1)] if m.group(1) else line_of_s[m.start()])
-    checked = set()
+    closing = matching_parens(with_strings)
     for m in _ASM.finditer(with_strings):
-        checked.add(m.start())
-        rule = _asm_problem(with_strings[m.end():close_paren(with_strings, m.end() - 1)], bool(m.group(1).strip()))
+        end = closing.get(m.end() - 1, len(with_strings))
+        if end == len(with_strings) or end - m.end() > _LONGEST_ASM:   # unclosed, or no kernel's asm
+            rule: "str | None" = "asm-template"
+        else:
+            rule = _asm_problem(with_strings[m.end():end], bool(m.group(1).strip()))
         if rule:
             refuse(rule, line_of_s[m.start()])
-    for m in _ASM_WORD.finditer(with_strings):   # an asm the check above cannot read: a macro, another spelling
-        if m.start() not in checked:
-            refuse("asm-template", line_of_s[m.start()])
     return sorted(found.values(), key=lambda r: (r.line, r.rule))
 
 
@@ -262,18 +272,21 @@ def _comment_text(code: str) -> "tuple[str, list[int]]":
 
 
 def _called(text: str, start: int, end: int) -> bool:
-    """Whether the name at text[start:end] is called, parenthesised (`(write)(...)`) or addressed (`&write`)."""
-    after = text[end:].lstrip()
-    before = text[:start].rstrip()
-    return after.startswith(("(", ")")) or before.endswith("&")
+    """Whether the name at text[start:end] is called (`write(...)`, `(write)(...)`) or addressed
+    (`&write`); a variable of that name (`if (write)`, `f(x, signal)`) is neither."""
+    after = text[end:end + 200].lstrip()
+    before = text[max(0, start - 200):start].rstrip()
+    parenthesised_call = before.endswith("(") and after.startswith(")") and after[1:].lstrip().startswith("(")
+    return after.startswith("(") or parenthesised_call or before.endswith("&") and not before.endswith("&&")
 
 
-def _device_copy(text: str, m: "re.Match[str]") -> bool:
+def _device_copy(text: str, m: "re.Match[str]", pairs: "dict[int, int]") -> bool:
     """Whether a cudaMemcpy*Async call copies device to device: one of its arguments is exactly that kind."""
-    if not m.group(0).endswith("Async") or not text.startswith("(", m.end()):
+    end = pairs.get(m.end(), len(text))
+    if not m.group(0).endswith("Async") or not text.startswith("(", m.end()) or end - m.end() > _LONGEST_ASM:
         return False
     args, depth, current = [], 0, []
-    for ch in text[m.end() + 1:close_paren(text, m.end())]:
+    for ch in text[m.end() + 1:end]:
         if ch == "," and depth == 0:
             args.append("".join(current).strip())
             current = []

@@ -79,5 +79,13 @@ def test_a_patched_kernel_importing_a_forbidden_or_new_function_is_refused_at_bu
         assert again.cached and not again.ok and again.library is None
         monkeypatch.setenv("EVOGEMM_TEST_LIB", str(libs["math"]))
         assert compiler.submit(patched[3]).result().ok      # math and memory helpers may be new
+        # the Ray builder serves the driver's cache hits through the same check (it had served them as built)
+        import threading
+        from evaluator.ray_builder import BuildStats, RayBuilder
+        ray_builder = object.__new__(RayBuilder)             # its cache-hit path needs no Ray
+        ray_builder.compiler, ray_builder._lock, ray_builder.stats = compiler, threading.RLock(), BuildStats()
+        ray_builder._spec = object()
+        served = ray_builder.submit(patched[2]).result()
+        assert not served.ok and "puts" in served.reason and ray_builder.stats.served_from_cache == 1
     finally:
         compiler.close()

@@ -472,13 +472,17 @@ def test_a_budget_that_would_never_run_out_is_refused(tmp_path):
         extra = ["--out", str(tmp_path / "o")] if command == "run" else []
         one_line_error(evogemm(command, str(tokens), *extra), "llm_tokens would never run out",
                        "no operator calls a model", "evaluations_per_shape")
-    gpu = _yaml(tmp_path, TINY.replace("{evaluations_per_shape: 8}", "{gpu_seconds: 1}"))
+    gpu = _yaml(tmp_path, TINY.replace("{evaluations_per_shape: 8}", "{gpu_seconds: 1}").replace(
+        "evaluator: {backend: simulator}", "evaluator: {backend: auto}"))
     assert evogemm("validate", str(gpu)).returncode == 0        # on a GPU it would run out
     for command in ("run", "ablate"):
         proc = evogemm(command, str(gpu), "--out", str(tmp_path / "o"), "--no-live", timeout=60) \
             if command == "run" else evogemm(command, str(gpu), "--seeds", "1", "--out", str(tmp_path / "o"), timeout=60)
         one_line_error(proc, "gpu_seconds would never run out", "the simulator spends no GPU time")
-    assert not (tmp_path / "o" / "campaign.db").exists()
+        assert not list((tmp_path / "o").rglob("campaign.db"))   # nothing left to block the corrected command
+    explicit = _yaml(tmp_path, TINY.replace("{evaluations_per_shape: 8}", "{gpu_seconds: 1}"), "s.yaml")
+    assert "backend: simulator" in explicit.read_text()
+    one_line_error(evogemm("validate", str(explicit)), "gpu_seconds would never run out")
 
 
 def test_an_operator_that_always_fails_is_shown_not_only_logged(tmp_path):
@@ -628,6 +632,15 @@ def test_ablation_runs_continue_only_a_run_of_the_same_settings(tmp_path):
                                                                          "evaluations_per_shape: 30")), base_dir=tmp_path)
     with pytest.raises(CampaignRefused, match=r"other settings \(budget.evaluations_per_shape 8 -> 30\)"):
         create_or_continue(other, out)
+    # a run whose creation died before its database was initialised starts afresh (nothing was measured)
+    dead = tmp_path / "dead"
+    dead.mkdir()
+    (dead / "campaign.db").write_bytes(b"")
+    (dead / "campaign.yaml").write_text("name: an older run\n")
+    assert create_or_continue(other, dead) == dead
+    from evolution.db import CampaignDB
+    with CampaignDB(dead / "campaign.db", readonly=True) as db:
+        assert db.get_meta("config")["budget"]["evaluations_per_shape"] == 30
     proc = evogemm("ablate-arms", "--seeds", "1", "--budget", "30", "--out", str(tmp_path / "a"))
     assert proc.returncode == 0, proc.stderr
     one_line_error(evogemm("ablate-arms", "--seeds", "1", "--budget", "30", "--shapes", "256x256x256",
