@@ -105,7 +105,7 @@ def _run(folder: Path, mode: str, args: argparse.Namespace, backend: "str | None
         console.print(f"[bold yellow]This campaign ran on the SIMULATOR ({result.evaluator}); no GPU was used and "
                       f"every time above is a model estimate.[/bold yellow] {where}", highlight=False)
     else:
-        console.print(f"evaluator: {result.evaluator}; {where}", highlight=False)
+        console.print(f"evaluator: {result.evaluator or 'none started (no shape ran)'}; {where}", highlight=False)
     return 0
 
 
@@ -212,7 +212,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     _at_least("--jobs", args.jobs)
     _at_least("--budget", args.budget)
     _load(args.campaign)  # validate first
-    strategies = args.strategies.split(",") if args.strategies else None
+    strategies = list(dict.fromkeys(s for s in args.strategies.split(",") if s)) if args.strategies else None
     result = run_ablation(args.campaign, seeds=args.seeds, out_dir=args.out, policy=args.policy, jobs=args.jobs,
                           budget=args.budget, strategies=strategies, console=_console())
     print(result["markdown"])

@@ -432,6 +432,11 @@ def test_a_skipped_shape_is_on_the_console_and_in_the_report(tmp_path):
     report = (folder / "report.md").read_text()
     assert "## Shapes skipped" in report and "**1000x1000x1001**: no template family supports it" in report
     assert "1 shape(s) skipped" in report
+    # every shape skipped: no evaluator was started, and the last line says so (it said "evaluator: None")
+    only = _yaml(tmp_path, TINY.replace('["512x512x512", "1024x1024x1024"]', '["1000x1000x1001"]'), "only.yaml")
+    proc = evogemm("run", str(only), "--out", str(tmp_path / "only"), "--no-live")
+    assert proc.returncode == 0 and "evaluator: none started (no shape ran)" in proc.stdout, proc.stdout
+    assert "None" not in proc.stdout.splitlines()[-1]
     # also above a live table
     buf = StringIO()
     view = LiveProgress(console=Console(file=buf, force_terminal=True, width=200), live=True)
@@ -442,6 +447,13 @@ def test_a_skipped_shape_is_on_the_console_and_in_the_report(tmp_path):
 
 
 # -- bad arguments and bad files -----------------------------------------------------------------------------
+
+def test_ablate_runs_a_strategy_named_twice_once(tmp_path):
+    proc = evogemm("ablate", str(_yaml(tmp_path)), "--seeds", "1", "--strategies", "random,random",
+                   "--out", str(tmp_path / "a"))
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (tmp_path / "a" / "runs").iterdir()) == ["random-s0"]
+
 
 def test_ablate_with_no_seeds_is_a_clear_error(tmp_path):
     camp = _yaml(tmp_path)
