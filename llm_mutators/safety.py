@@ -227,12 +227,14 @@ def check_code(code: str, allowed_includes: Iterable[str] = (), block: str = "")
         for m in rule.pattern.finditer(stripped):
             if m.group(0).strip():
                 refuse(rule.name, line_of[m.start() + len(m.group(0)) - len(m.group(0).lstrip())])
-    for m in _NAMED.finditer(stripped):
-        if not _member_or_qualified(stripped, m.start()):
-            refuse(_RULE_OF_NAME[m.group(1)], line_of[m.start()])
-    for m in _CALLED.finditer(stripped):
-        if not _member_or_qualified(stripped, m.start()) and _called(stripped, m.start(), m.end()):
-            refuse(_RULE_OF_NAME[m.group(1)], line_of[m.start()])
+    # names on the unsqueezed text: squeezing would make `return ::system(...)` read as `return::system`
+    plain, plain_line = scanned.text, scanned.lines
+    for m in _NAMED.finditer(plain):
+        if not _member_or_qualified(plain, m.start(), scoped=False):
+            refuse(_RULE_OF_NAME[m.group(1)], plain_line[m.start()])
+    for m in _CALLED.finditer(plain):
+        if not _member_or_qualified(plain, m.start(), scoped=True) and _called(plain, m.start(), m.end()):
+            refuse(_RULE_OF_NAME[m.group(1)], plain_line[m.start()])
     for m in re.finditer(r"\bdelete\b", stripped):
         if not stripped[:m.start()].rstrip().endswith("="):   # `= delete` deletes a function, frees nothing
             refuse("allocation", line_of[m.start()])
@@ -313,17 +315,25 @@ def _check_directives(stripped: str, line_of: "list[int]", last_line: int, refus
         refuse("unterminated", last_line)
 
 
-def _member_or_qualified(text: str, start: int) -> bool:
-    """Whether the name at `start` is a member (`.x`, `->x`) or qualified by a scope other than std
-    (`cute::x`, `Foo<T>::x`): then it is not the C library's function."""
-    before = text[:start].rstrip()
+_NOT_A_SCOPE = frozenset("""return case throw else do co_return co_yield co_await and or not xor bitand bitor compl
+sizeof alignof typeid new delete typename template using namespace define undef if elif ifdef ifndef""".split())
+
+
+def _member_or_qualified(text: str, start: int, scoped: bool) -> bool:
+    """Whether the name at `start` is a member (`.x`, `->x`) or, with `scoped`, qualified by a scope other
+    than std (`cute::remove`, `Foo<T>::close`): then it is not the C library's function. The scope must be
+    written against its `::` (`cute::x`); `return ::x`, `#define Q ::x` and `::x` name the global one."""
+    before = text[max(0, start - 300):start].rstrip()
     if before.endswith((".", "->")):
         return True
-    if not before.endswith("::"):
+    if not (scoped and before.endswith("::")):
         return False
-    scope = before[:-2].rstrip()
+    scope = before[:-2]
+    if scope.endswith(">"):
+        return True
     name = re.search(r"(\w+)$", scope)
-    return scope.endswith(">") or (name is not None and name.group(1) != "std")
+    return name is not None and name.group(1) not in _NOT_A_SCOPE and name.group(1) != "std" and \
+        not re.search(r"#\s*define\s+\w+$", scope)
 
 
 def _asm_problem(body: str, qualified: bool) -> "str | None":

@@ -227,3 +227,29 @@ def test_the_dataset_command_writes_json_lines_and_refuses_a_non_campaign(tmp_pa
     bad = subprocess.run([sys.executable, "-m", "experiments.cli", "dataset", str(tmp_path), "--out", str(out)],
                          capture_output=True, text=True, cwd=repo)
     assert bad.returncode == 2 and "is not a campaign folder" in bad.stderr
+
+
+def test_hostile_patches_are_refused_and_the_campaign_completes(tmp_path):
+    """Every way around the patch screen that the reviews found (tests/test_llm_patch.py BYPASSES), sent
+    as llm_patch answers by a scripted server: none becomes a child, each failure is credited to the arm,
+    and the campaign spends its budget."""
+    from test_llm_patch import BYPASSES
+    anchor = "using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;"
+    answers = [{"content": f"Faster.\nkernel\n<<<<<<< SEARCH\n{anchor}\n=======\n{anchor}\n{code}\n>>>>>>> REPLACE\n"}
+               for code, _ in BYPASSES]   # at the end of the block, where each was found
+    with ScriptedServer(answers) as server:
+        data = _config(server, budget={"evaluations_per_shape": 40}, families=["sm90_cutlass"])
+        data["operators"] = [{"name": "llm_patch", "model": "scripted", "params": {"blocks": ["kernel"]}}]
+        result = _run(tmp_path / "c", data)
+        n_requests = len(server.requests)
+        conn = sqlite3.connect(str(tmp_path / "c" / "campaign.db"))
+        adopted = conn.execute("SELECT COUNT(*) FROM proposals WHERE operator='llm_patch'").fetchone()[0]
+        patched = conn.execute("SELECT COUNT(*) FROM genomes WHERE json LIKE '%\"patches\": [{%'").fetchone()[0]
+        conn.close()
+    state = result.states["1024x1024x1024"]
+    assert state.done_reason == "evaluation budget spent" and state.evaluations == 40
+    assert adopted == 0 and patched == 0                        # no hostile patch became a genome
+    failures = state.strategy.operator_failures
+    assert n_requests >= len(BYPASSES) and all(f["arm"] == "llm_patch@scripted" for f in failures)
+    assert sum("unsafe code" in (f["reason"] or "") for f in failures) >= len(failures) * 0.9, \
+        [f["reason"][:80] for f in failures if "unsafe code" not in (f["reason"] or "")]
