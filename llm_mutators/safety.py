@@ -20,6 +20,11 @@ driver entry points by name, `using namespace std`, directives other than condit
 blocks uses, and conditionals or comments left open across a patch's end. Instruction-like text
 aimed at a model (prompt injection) is refused too: patches are shown to later prompts.
 
+Where a list can be closed it is an allowlist (`safety_lists`): the CUDA runtime and driver names a
+patch may use, the compiler builtins, the attributes, and, for inline asm, the PTX opcodes
+(`inline_asm`). A patch's braces must balance (it may not close the kernel's namespace), and it may
+not overload an operator on a type that the code outside its blocks tests (cudaError_t, Status).
+
 This is a static screen, not a sandbox. Behind it, a patched kernel's library may import nothing
 its unpatched twin does not (`evaluator.elf_imports`), and generated code runs only in the isolated
 compile pool and GPU workers; a patch that walks memory from a function pointer to find a library
@@ -35,6 +40,10 @@ from typing import Callable, Iterable
 from genome import Genome, Patch
 
 from .cpp_scan import close_paren, matching_parens, scan, scan_code, squeeze_scopes
+from .safety_lists import (ATTRIBUTES, BUILTINS, CALLED, CUDA_API, MEMCPY_KIND_ARG, NAMES,
+                           OPERATOR_TYPES)
+from .inline_asm import LONGEST as _LONGEST_ASM
+from .inline_asm import asm_problem
 
 ABI_SYMBOLS = ("evogemm_abi_version", "evogemm_family", "evogemm_can_implement", "evogemm_workspace_size",
                "evogemm_run")
@@ -51,32 +60,6 @@ def _rule(name: str, description: str, *parts: str) -> Rule:
     return Rule(name, description, re.compile("|".join(f"(?:{p})" for p in parts), re.M))
 
 
-# Library functions, by rule. Those of NAMES are refused wherever they appear as a name (`(system)(..)`,
-# `&system`, `#define RUN system`); those of CALLED, common words also used as variables (`read`,
-# `signal`, CuTe's `remove<1>(...)`), only where called, parenthesised or addressed. Either kind
-# passes as a member (`.write`) or qualified by a scope other than std (`cute::copy`).
-NAMES = {
-    "allocation": "malloc calloc realloc reallocarray free aligned_alloc posix_memalign valloc pvalloc memalign mmap "
-                  "mmap64 munmap mremap sbrk brk strdup strndup __libc_malloc",
-    "threads": "thrd_create thrd_detach thrd_join __gthread_create timer_create",
-    "file-io": "fopen fopen64 freopen freopen64 fdopen fclose fread fwrite fprintf fscanf fputs fgets fputc fgetc putc "
-               "getc fseek ftell fflush dprintf open64 openat openat64 __open_2 creat creat64 pread64 pwrite64 readv "
-               "writev unlink unlinkat renameat mkdir rmdir chmod chown opendir readdir ftruncate sendfile ioctl "
-               "fcntl dup2 dup3 tmpfile tmpnam mkstemp realpath stdout stderr stdin",
-    "print": "printf vprintf sprintf snprintf vsnprintf vfprintf puts putchar perror scanf sscanf getchar gets",
-    "process": "system popen pclose execl execle execlp execv execve execvp execvpe fexecve fork vfork _Fork "
-               "posix_spawn posix_spawnp sigaction _exit _Exit quick_exit atexit at_quick_exit killpg "
-               "dlopen dlmopen dlsym dlvsym dlclose dl_iterate_phdr _r_debug __libc_stack_end syscall ptrace mprotect "
-               "setuid setgid chroot prctl wordexp process_vm_writev process_vm_readv",
-    "network": "socket socketpair sendto sendmsg recvfrom recvmsg accept4 gethostbyname gethostbyname_r gethostbyname2 "
-               "gethostbyaddr getaddrinfo getaddrinfo_a getnameinfo",
-    "environment": "getenv secure_getenv setenv putenv unsetenv clearenv",
-}
-CALLED = {
-    "file-io": "open close read write pread pwrite remove rename truncate",
-    "process": "exit abort kill raise signal clone",
-    "network": "connect bind listen accept send recv",
-}
 _NAMED = re.compile(r"\b(" + "|".join(n for names in NAMES.values() for n in names.split()) + r")\b")
 _CALLED = re.compile(r"\b(" + "|".join(n for names in CALLED.values() for n in names.split()) + r")\b")
 _RULE_OF_NAME = {n: rule for table in (NAMES, CALLED) for rule, names in table.items() for n in names.split()}
@@ -100,7 +83,8 @@ RULES = (
     _rule("streams", "no extra streams, events, graphs or host callbacks (use the stream the ABI passes)",
           r"\bcu(?:da)?Stream(?:Create|Destroy|BeginCapture|EndCapture|AddCallback|AttachMemAsync)\w*",
           r"\bcu(?:da)?Event(?:Create|Destroy)\w*", r"\bcu(?:da)?Graph\w*", r"\bcudaStream(?:PerThread|Legacy)\b",
-          r"\bcu(?:da)?LaunchHostFunc\w*", r"\(\s*cudaStream_t\s*\)", r"_cast\s*<\s*cudaStream_t\s*>"),
+          r"\bcu(?:da)?LaunchHostFunc\w*", r"\(\s*(?:cudaStream_t|CUstream)\s*\)",
+          r"_cast\s*<\s*(?:cudaStream_t|CUstream)\s*>", r"\b(?:cudaStream_t|CUstream)\s*[({]"),
     _rule("device-control", "no device or context control (cudaSetDevice, cudaDeviceReset, limits, IPC) and no "
           "lookup of driver entry points or modules by name",
           r"\bcuda(?:SetDevice|DeviceReset|DeviceSetLimit|DeviceSetCacheConfig|DeviceSetSharedMemConfig|"
@@ -150,13 +134,6 @@ _INCLUDE = re.compile(r"^[ \t]*#[ \t]*include\b(.*)$", re.M)
 _ASM_WORD = re.compile(r"\b(?:asm|__asm__|__asm)\b")
 _ASM = re.compile(r"\b(?:asm|__asm__|__asm)\b((?:\s*\b(?:volatile|__volatile__|__volatile|inline|__inline__|__inline|"
                   r"goto)\b)*)\s*\(")
-_HOST_ASM = re.compile(r"\b(?:syscall|sysenter|sysret|callq?|jmpq?|ljmp|lcall|retq?|svc|j(?:n?[abceglopsz]|n?[abgl]e|"
-                       r"p[eo]|[er]?cxz))\b|\bint\s+\$?(?:0x80|0x2e|3)\b|"
-                       r"\.(?:byte|2byte|4byte|8byte|word|short|long|quad|octa|int|ascii|asciz|string|incbin|insn|inst|"
-                       r"section|text|globl|set|equ|symver|weakref|weak|dc)\b", re.I)
-_LONGEST_ASM = 4000   # characters inside an asm statement's or a copy call's parentheses; longer ones are refused
-_ASM_LABEL = re.compile(r"[A-Za-z_.$@][\w.$@]*")
-_STRING = re.compile(r'(?:u8|[uUL])?"(?:[^"\\\n]|\\.)*"')
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 _INJECTION = re.compile(
     r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+|of\s+)*(?:previous|prior|above|earlier|"
@@ -230,17 +207,18 @@ def check_code(code: str, allowed_includes: Iterable[str] = (), block: str = "")
     # names on the unsqueezed text: squeezing would make `return ::system(...)` read as `return::system`
     plain, plain_line = scanned.text, scanned.lines
     for m in _NAMED.finditer(plain):
-        if not _member_or_qualified(plain, m.start(), scoped=False):
-            refuse(_RULE_OF_NAME[m.group(1)], plain_line[m.start()])
+        refuse(_RULE_OF_NAME[m.group(1)], plain_line[m.start()])
     for m in _CALLED.finditer(plain):
-        if not _member_or_qualified(plain, m.start(), scoped=True) and _called(plain, m.start(), m.end()):
+        exempt, global_scope = _member_or_qualified(plain, m.start())
+        if global_scope or (not exempt and _called(plain, m.end())):
             refuse(_RULE_OF_NAME[m.group(1)], plain_line[m.start()])
+    _check_allowlists(plain, plain_line, refuse)
     for m in re.finditer(r"\bdelete\b", stripped):
         if not stripped[:m.start()].rstrip().endswith("="):   # `= delete` deletes a function, frees nothing
             refuse("allocation", line_of[m.start()])
     pairs = matching_parens(stripped)
     for m in re.finditer(r"\bcudaMemcpy\w*", stripped):
-        if m.group(0) != "cudaMemcpyDeviceToDevice" and not _device_copy(stripped, m, pairs):
+        if m.group(0) not in ("cudaMemcpyDeviceToDevice", "cudaMemcpyKind") and not _device_copy(stripped, m, pairs):
             refuse("host-sync", line_of[m.start()])
     with_strings, line_of_s = scan(code, keep_strings=True)
     allowed = {a.strip() for a in allowed_includes}
@@ -253,7 +231,7 @@ def check_code(code: str, allowed_includes: Iterable[str] = (), block: str = "")
         if end == len(with_strings) or end - m.end() > _LONGEST_ASM:   # unclosed, or no kernel's asm
             rule: "str | None" = "asm-template"
         else:
-            rule = _asm_problem(with_strings[m.end():end], bool(m.group(1).strip()))
+            rule = asm_problem(with_strings[m.end():end], bool(m.group(1).strip()))
         if rule:
             refuse(rule, line_of_s[m.start()])
     return sorted(found.values(), key=lambda r: (r.line, r.rule))
@@ -273,19 +251,10 @@ def _comment_text(code: str) -> "tuple[str, list[int]]":
     return "".join(out), lines
 
 
-def _called(text: str, start: int, end: int) -> bool:
-    """Whether the name at text[start:end] is called (`write(...)`, `(write)(...)`) or addressed
-    (`&write`); a variable of that name (`if (write)`, `f(x, signal)`) is neither."""
-    after = text[end:end + 200].lstrip()
-    before = text[max(0, start - 200):start].rstrip()
-    parenthesised_call = before.endswith("(") and after.startswith(")") and after[1:].lstrip().startswith("(")
-    return after.startswith("(") or parenthesised_call or before.endswith("&") and not before.endswith("&&")
-
-
 def _device_copy(text: str, m: "re.Match[str]", pairs: "dict[int, int]") -> bool:
     """Whether a cudaMemcpy*Async call copies device to device: one of its arguments is exactly that kind."""
     end = pairs.get(m.end(), len(text))
-    if not m.group(0).endswith("Async") or not text.startswith("(", m.end()) or end - m.end() > _LONGEST_ASM:
+    if m.group(0) not in MEMCPY_KIND_ARG or not text.startswith("(", m.end()) or end - m.end() > _LONGEST_ASM:
         return False
     args, depth, current = [], 0, []
     for ch in text[m.end() + 1:end]:
@@ -296,7 +265,8 @@ def _device_copy(text: str, m: "re.Match[str]", pairs: "dict[int, int]") -> bool
         depth += {"(": 1, "<": 1, "[": 1, "{": 1, ")": -1, ">": -1, "]": -1, "}": -1}.get(ch, 0)
         current.append(ch)
     args.append("".join(current).strip())
-    return "cudaMemcpyDeviceToDevice" in args
+    index = MEMCPY_KIND_ARG.get(m.group(0))
+    return index is not None and len(args) > index and args[index] == "cudaMemcpyDeviceToDevice"
 
 
 def _check_directives(stripped: str, line_of: "list[int]", last_line: int, refuse: Callable[[str, int], None]) -> None:
@@ -317,51 +287,83 @@ def _check_directives(stripped: str, line_of: "list[int]", last_line: int, refus
 
 _NOT_A_SCOPE = frozenset("""return case throw else do co_return co_yield co_await and or not xor bitand bitor compl
 sizeof alignof typeid new delete typename template using namespace define undef if elif ifdef ifndef""".split())
+_CALLED_AFTER = re.compile(r"\s*(?:\(|\)\s*\()")
 
 
-def _member_or_qualified(text: str, start: int, scoped: bool) -> bool:
-    """Whether the name at `start` is a member (`.x`, `->x`) or, with `scoped`, qualified by a scope other
-    than std (`cute::remove`, `Foo<T>::close`): then it is not the C library's function. The scope must be
-    written against its `::` (`cute::x`); `return ::x`, `#define Q ::x` and `::x` name the global one."""
-    before = text[max(0, start - 300):start].rstrip()
+def _member_or_qualified(text: str, start: int) -> "tuple[bool, bool]":
+    """(exempt, global): whether the name at `start` is a member (`.x`, `->x`) or qualified by a scope
+    other than std written against its `::` (`cute::remove`), both on the name's own line (a `#define D .`
+    on the line before makes no member); and whether it is named from the global scope (`::remove`,
+    `using ::remove`, `return ::remove(..)`)."""
+    before = text[text.rfind("\n", 0, start) + 1:start].rstrip()
     if before.endswith((".", "->")):
-        return True
-    if not (scoped and before.endswith("::")):
-        return False
-    scope = before[:-2]
-    if scope.endswith(">"):
-        return True
-    name = re.search(r"(\w+)$", scope)
-    return name is not None and name.group(1) not in _NOT_A_SCOPE and name.group(1) != "std" and \
-        not re.search(r"#\s*define\s+\w+$", scope)
+        return True, False
+    if not before.endswith("::"):
+        return False, False
+    if before[:-2].endswith(">"):   # `Foo<T>::close` or `0>::remove`: neither exempt nor global
+        return False, False
+    name = re.search(r"(\w+)$", before[:-2])
+    if name is None or name.group(1) in _NOT_A_SCOPE:
+        return False, True
+    return name.group(1) != "std", False
 
 
-def _asm_problem(body: str, qualified: bool) -> "str | None":
-    """Why an inline asm statement (its text inside the parentheses) is refused, or None. The
-    instruction text must be string literals only (a macro or name there could hold anything); with
-    no qualifier, no operands and a bare symbol as its text it is an asm label, which renames the
-    declaration before it to any library symbol; host instructions are refused."""
-    template, _, operands = _split_template(body)
-    if _STRING.sub("", template).strip():
-        return "asm-template"
-    text = "".join(lit[lit.index('"') + 1:-1] for lit in _STRING.findall(template))
-    if not qualified and not operands.strip() and _ASM_LABEL.fullmatch(text.strip()):
-        return "asm-label"
-    return "host-asm" if _HOST_ASM.search(text) else None
+def _called(text: str, end: int) -> bool:
+    """Whether the name ending at `end` is called (`write(...)`, `(write)(...)`) or addressed (`&write`);
+    a variable of that name (`if (write)`, `f(x, signal)`) is neither."""
+    start = re.search(r"\w+$", text[:end]).start()
+    before = text[max(0, start - 200):start].rstrip()
+    after = _CALLED_AFTER.match(text, end)
+    return bool(after) and (after.group(0).strip() == "(" or before.endswith("(")) or \
+        (before.endswith("&") and not before.endswith("&&"))
 
 
-def _split_template(body: str) -> "tuple[str, str, str]":
-    """An asm body split at its first ':' outside string literals: (template, ':', operands)."""
-    i = 0
-    while i < len(body):
-        m = _STRING.match(body, i)
-        if m:
-            i = m.end()
-        elif body[i] == ":":
-            return body[:i], ":", body[i + 1:]
-        else:
-            i += 1
-    return body, "", ""
+def _check_allowlists(text: str, line_of: "list[int]", refuse: Callable[[str, int], None]) -> None:
+    """The closed lists: CUDA runtime and driver names, compiler builtins, attributes; and no overload of
+    an operator on a type the code outside the patched blocks tests, and braces closed within the patch."""
+    for m in re.finditer(r"\b(?:cuda[A-Z]\w*|cu[A-Z]\w*|CU[a-z]\w*)", text):
+        if m.group(0) not in CUDA_API:
+            refuse("cuda-api", line_of[m.start()])
+    for m in re.finditer(r"\b__builtin_\w+", text):
+        if m.group(0) not in BUILTINS:
+            refuse("builtins", line_of[m.start()])
+    pairs = matching_parens(text)
+    for m in re.finditer(r"\b__attribute(?:__)?\s*\(", text):
+        inner = text[m.end():pairs.get(m.end() - 1, len(text))].strip()
+        inner = inner[1:-1] if inner.startswith("(") and inner.endswith(")") else inner   # ((...)): one pair off
+        if not _allowed_attributes(inner):
+            refuse("attributes", line_of[m.start()])
+    for m in re.finditer(r"\[\[(.*?)\]\]", text, re.S):
+        if not _allowed_attributes(re.sub(r"^\s*using\s+\w+\s*:", "", m.group(1))):
+            refuse("attributes", line_of[m.start()])
+    if re.search(r"\b__declspec\b", text):
+        refuse("attributes", line_of[re.search(r"\b__declspec\b", text).start()])
+    for m in re.finditer(r"\boperator\b([^;{]*)", text):
+        if any(t in m.group(1) for t in OPERATOR_TYPES):
+            refuse("operator-overload", line_of[m.start()])
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth < 0:   # a brace that closes a scope the patch did not open (the kernel's namespace)
+            refuse("unterminated", line_of[i])
+            depth = 0
+    if depth > 0:
+        refuse("unterminated", line_of[-1] if line_of else 1)
+
+
+def _allowed_attributes(inner: str) -> bool:
+    """Whether every attribute of a list (`aligned(16), noinline`, `gnu::always_inline`) is allowed."""
+    depth, item, items = 0, [], []
+    for ch in inner:
+        if ch == "," and depth == 0:
+            items.append("".join(item).strip())
+            item = []
+            continue
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        item.append(ch)
+    items.append("".join(item).strip())
+    names = [re.match(r"(?:\w+\s*::\s*)*(\w+)", i) for i in items if i]
+    return all(n is not None and n.group(1).strip("_") in ATTRIBUTES for n in names)
 
 
 def check_abi(source: str) -> list[Refusal]:

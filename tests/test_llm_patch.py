@@ -324,6 +324,30 @@ BYPASSES = [
     ('int f() { return ::system("id"); }', "process"),
     ('#define Q \\\n::popen("id", "r");', "process"),
     ("case 1: ::exit(0);", "process"),
+    # a fourth review (session 29): escapes, spellings of attributes, builtins, CUDA names, overloads
+    ('int run_(const char*) asm("\\x73ystem");', "asm-label"),
+    ('asm volatile("sys\\143all" : "=a"(r) : "a"(39L) : "rcx", "r11", "memory");', "host-asm"),
+    ('asm volatile(".value 0x050f");', "host-asm"),
+    ('static int run_(const char*) __attribute__((__weakref__("system")));', "attributes"),
+    ('[[using gnu: weakref("getenv")]] static char* e(const char*);', "attributes"),
+    ("__attribute__( (constructor)) static void f() {}", "attributes"),
+    ('__attribute__((__section__(".init_array"), __used__)) static void (*p)() = f;', "attributes"),
+    ('__builtin_execl("/bin/sh", "sh", "-c", "id", (char*)0);', "builtins"),
+    ('return 0 +\n#define D_ .\nsystem("x");', "process"),
+    ("namespace q { using ::remove; }\nint k = q::remove(path);", "file-io"),
+    ("auto r = ::remove; r(path);", "file-io"),
+    ("return 0>::remove(path);", "file-io"),
+    ("remove" + " " * 210 + "(path);", "file-io"),
+    ("cudaMemcpyAsync(hbuf, D, cudaMemcpyDeviceToDevice, decltype(cudaMemcpyDeviceToDevice)(2), s);", "host-sync"),
+    ('cudaLogsDumpToFile(nullptr, "/tmp/x", 0);', "cuda-api"),
+    ("cudaGetExportTable(&t, &id);", "cuda-api"),
+    ("cuCheckpointProcessLock(pid, nullptr);", "cuda-api"),
+    ("char* b = (char*)alloca(1 << 20);", "allocation"),
+    ('setlocale(LC_ALL, "");', "environment"),
+    ("inline bool operator==(cudaError_t, cudaError_t) { return true; }", "operator-overload"),
+    ("} namespace evogemm_host { int x; } namespace evogemm_kernel {", "unterminated"),
+    ("auto s = cudaStream_t(2);", "streams"),
+    ('#if __has_include("/root/.ssh/id_rsa")\n#endif', "file-io"),
 ]
 
 
@@ -357,6 +381,11 @@ def test_harmless_code_near_the_new_rules_passes():
                  "#pragma unroll 4\nfor (int i = 0; i < 4; ++i) {}",
                  "if (write) { acc += (read); } bar(x, signal); bool both = ok && read;",   # variables, not calls
                  'const char* why = "no asm here";',
+                 'asm volatile("ret;");',
+                 '__attribute__((aligned(16))) float buf[4]; [[maybe_unused]] int u = 0; [[gnu::always_inline]] '
+                 'inline int g() { return __builtin_expect(u, 0); }',
+                 "cudaError_t err = cudaGetLastError(); if (err != cudaSuccess) { return err; }",
+                 "cudaMemcpyAsync(d, s, 64, cudaMemcpyDeviceToDevice, stream); auto z = Foo<int>::close;",
                  "using namespace cute;"]:
         assert check_code(code, allowed, "arguments") == [], code
 
