@@ -127,8 +127,12 @@ RULES_TEXT = "\n".join(f"- {r.description}" for r in RULES) + (
     "\n- preprocessor: only #if/#ifdef/#ifndef/#elif/#else/#endif (closed within the patch), #define/#undef (not of "
     "a name the rest of the kernel uses), #pragma unroll, and #include of a header the kernel includes already; "
     "no %: digraphs"
-    "\n- inline asm: `asm volatile(\"...\" : ...)` with the instruction text in string literals only; no host "
-    "instructions (syscall, call, jmp, .byte), no asm labels"
+    "\n- inline asm: `asm volatile(\"...\" : ...)` with PTX only (each statement starts with a PTX opcode or "
+    ".reg/.pred), the instruction text in string literals, no asm labels"
+    "\n- CUDA runtime calls: error handling, cudaLaunchKernel(Ex), cudaFuncSetAttribute, cudaMemsetAsync / "
+    "device-to-device cudaMemcpyAsync on the given stream, device attributes and occupancy; no other cuda*/cu* "
+    "function; compiler builtins and attributes only of the usual hints (expect, assume, aligned, always_inline, "
+    "noinline, likely, maybe_unused); braces balanced within the patch"
     "\n- no control or bidirectional characters, no text addressed to a model")
 _INCLUDE = re.compile(r"^[ \t]*#[ \t]*include\b(.*)$", re.M)
 _ASM_WORD = re.compile(r"\b(?:asm|__asm__|__asm)\b")
