@@ -330,7 +330,9 @@ def test_extend_with_evaluations_and_wall_gives_the_wall_to_the_shapes_that_go_o
     from engine_helpers import fingerprint
     shapes = ["512x512x512", "1024x1024x1024"]
     folder = tmp_path / "c"
-    create_campaign(parse_campaign(_slow_config(shapes, evaluations_per_shape=6, wall_seconds=1.0),
+    # 1.3 s: the first shape's 6 genomes (0.72 s asleep, plus this machine's overhead) overrun its share and
+    # still leave the second shape some wall (at 1.0 s a busy 2-core machine left it none)
+    create_campaign(parse_campaign(_slow_config(shapes, evaluations_per_shape=6, wall_seconds=1.3),
                                    base_dir=tmp_path), folder)
     run_campaign(folder, progress=Silent(), plots=False)
     rows = _db(folder).execute("SELECT reason, wall_seconds, json_extract(allocation, '$.wall_seconds') "
