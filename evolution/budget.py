@@ -45,6 +45,15 @@ def unending_budget(budget: Any, simulated: "bool | None", calls_models: bool) -
             "so the campaign would not stop: set evaluations_per_shape, total_evaluations or wall_seconds")
 
 
+def refuse_unending(config: Any, simulated: "bool | None", before: "Callable[[], Any]" = lambda: None) -> None:
+    """Raise BudgetCannotEnd (after `before()`, e.g. closing the evaluator) when no limit of the campaign's
+    budget can stop it (`unending_budget`)."""
+    never = unending_budget(config.budget, simulated, any(op.model for op in config.operators))
+    if never is not None:
+        before()
+        raise BudgetCannotEnd("budget: " + never)
+
+
 class Grants:
     """The budget grants of a campaign's extensions, per shape and kind, in the order made."""
 

@@ -56,7 +56,7 @@ from evaluator.api import BaselineSet, Measurement, Timing
 from genome import Genome
 
 from .db_records import SearchRecords, _dumps
-from .db_schema import SCHEMA
+from .db_schema import SCHEMA, check_campaign_tables
 
 SCHEMA_VERSION = 1
 
@@ -86,15 +86,7 @@ class CampaignDB(SearchRecords):
         self._owner = threading.get_ident()
         first = self._connect()
         if readonly:
-            try:
-                tables = {r[0] for r in first.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            except sqlite3.DatabaseError as exc:
-                first.close()
-                raise sqlite3.DatabaseError(f"{self.path}: not a readable campaign database ({exc})") from exc
-            if "meta" not in tables:
-                first.close()
-                raise sqlite3.DatabaseError(f"{self.path}: empty or not an evogemm campaign database (no meta "
-                                            "table: did the campaign's creation die?)")
+            check_campaign_tables(first, self.path)
         else:
             first.executescript(SCHEMA)
             columns = {row[1] for row in first.execute("PRAGMA table_info(evaluations)")}

@@ -1,5 +1,7 @@
 """The SQL tables of a campaign database (evolution/db.py says what each holds)."""
 
+import sqlite3
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (
@@ -43,3 +45,17 @@ CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL NOT NULL, session INTEGER, kind TEXT NOT NULL,
     problem TEXT, data TEXT);
 """
+
+
+def check_campaign_tables(conn: "sqlite3.Connection", path: object) -> None:
+    """A database opened to be read must be a campaign's (closes `conn` and raises sqlite3.DatabaseError,
+    naming `path` and what is wrong, if it is not)."""
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise sqlite3.DatabaseError(f"{path}: not a readable campaign database ({exc})") from exc
+    if "meta" not in tables:
+        conn.close()
+        raise sqlite3.DatabaseError(f"{path}: empty or not an evogemm campaign database (no meta "
+                                    "table: did the campaign's creation die?)")

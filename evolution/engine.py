@@ -43,7 +43,7 @@ from evaluator.api import Evaluator
 from genome import Genome, Offspring, Problem, SearchSpace
 
 from .campaign_spaces import campaign_spaces, seed_model_device
-from .budget import BudgetCannotEnd, Grants, NoGrants, allocation, next_size, unending_budget
+from .budget import Grants, NoGrants, allocation, next_size, refuse_unending
 from .db import CampaignDB
 from .journal import Journal
 from .plugins import Plugins, make_plugins
@@ -145,10 +145,7 @@ class Engine(StrategyFactory, EngineViews):
                 options[key] = value
         ev = make_evaluator(backend, families=self.plugins.families, registry=registry, **options)
         self.simulated = bool(getattr(ev, "simulated", False))
-        never = unending_budget(self.config.budget, self.simulated, any(op.model for op in self.config.operators))
-        if never is not None:
-            ev.close()
-            raise BudgetCannotEnd("budget: " + never)
+        refuse_unending(self.config, self.simulated, before=ev.close)
         resolved = backend if backend not in ("auto",) else ("simulator" if self.simulated else "gpu")
         self.evaluator_description = ev.describe()
         if recorded is None:

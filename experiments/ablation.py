@@ -72,7 +72,7 @@ def run_one(campaign: str, strategy: str, seed: int, policy: str, folder: str, b
             extra: "Mapping[str, Any] | None" = None) -> dict:
     """Run one (strategy, seed) on the simulator into `folder`; return its per-shape trajectories.
     `extra`: more dotted-key overrides of the campaign (e.g. {"selection.reward": "improvement"})."""
-    from evolution.budget import BudgetCannotEnd, unending_budget
+    from evolution.budget import refuse_unending
     from experiments.campaign import create_or_continue, run_campaign
     from experiments.progress import SilentProgress
     from experiments.schema import load_campaign
@@ -88,9 +88,7 @@ def run_one(campaign: str, strategy: str, seed: int, policy: str, folder: str, b
     overrides.update(extra or {})
     config = load_campaign(campaign, overrides)
     refuse_model_operators(config)
-    never = unending_budget(config.budget, True, any(op.model is not None for op in config.operators))
-    if never is not None:   # before the run's folder is made: a refused run leaves nothing behind
-        raise BudgetCannotEnd("budget: " + never)
+    refuse_unending(config, True)   # before the run's folder is made: a refused run leaves nothing behind
     out = Path(folder)
     create_or_continue(config, out, source=campaign)
     t0 = time.monotonic()

@@ -23,7 +23,7 @@ from templates import get_space
 
 from . import bench_package
 from .bench_report import DEFAULT_HBM_TBPS, DEFAULT_PEAK_TFLOPS, ShapeResult, merge_results, write_outputs
-from .schema_paths import BUNDLED_SUITES
+from .schema_paths import BUNDLED_SUITES, bundled_suite
 
 
 class BenchError(ValueError):
@@ -44,10 +44,9 @@ def resolve_suite(name: "str | Path") -> Path:
     path = Path(name)
     if path.is_file():
         return path
-    if path.parent == Path(".") and path.suffix in ("", ".yaml", ".yml"):
-        bundled = SUITES_DIR / (path.name if path.suffix else f"{path.name}.yaml")
-        if bundled.is_file():
-            return bundled
+    bundled = bundled_suite(str(name))
+    if bundled is not None:
+        return bundled
     if path.is_dir():
         raise BenchError(f"suite {path} is a folder, not a suite YAML file")
     raise BenchError(f"suite file not found: {path} (bundled suites, by name: {', '.join(bundled_suites()) or 'none'})")

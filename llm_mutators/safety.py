@@ -40,8 +40,7 @@ from typing import Callable, Iterable
 from genome import Genome, Patch
 
 from .cpp_scan import close_paren, matching_parens, scan, scan_code, squeeze_scopes
-from .safety_lists import (ATTRIBUTES, BUILTINS, CALLED, CUDA_API, MEMCPY_KIND_ARG, NAMES,
-                           OPERATOR_TYPES)
+from .safety_lists import CALLED, MEMCPY_KIND_ARG, NAMES, check_allowlists
 from .inline_asm import LONGEST as _LONGEST_ASM
 from .inline_asm import asm_problem
 
@@ -216,7 +215,7 @@ def check_code(code: str, allowed_includes: Iterable[str] = (), block: str = "")
         exempt, global_scope = _member_or_qualified(plain, m.start())
         if global_scope or (not exempt and _called(plain, m.end())):
             refuse(_RULE_OF_NAME[m.group(1)], plain_line[m.start()])
-    _check_allowlists(plain, plain_line, refuse)
+    check_allowlists(plain, plain_line, refuse)
     for m in re.finditer(r"\bdelete\b", stripped):
         if not stripped[:m.start()].rstrip().endswith("="):   # `= delete` deletes a function, frees nothing
             refuse("allocation", line_of[m.start()])
@@ -320,54 +319,6 @@ def _called(text: str, end: int) -> bool:
     after = _CALLED_AFTER.match(text, end)
     return bool(after) and (after.group(0).strip() == "(" or before.endswith("(")) or \
         (before.endswith("&") and not before.endswith("&&"))
-
-
-def _check_allowlists(text: str, line_of: "list[int]", refuse: Callable[[str, int], None]) -> None:
-    """The closed lists: CUDA runtime and driver names, compiler builtins, attributes; and no overload of
-    an operator on a type the code outside the patched blocks tests, and braces closed within the patch."""
-    for m in re.finditer(r"\b(?:cuda[A-Z]\w*|cu[A-Z]\w*|CU[a-z]\w*)", text):
-        if m.group(0) not in CUDA_API:
-            refuse("cuda-api", line_of[m.start()])
-    for m in re.finditer(r"\b__builtin_\w+", text):
-        if m.group(0) not in BUILTINS:
-            refuse("builtins", line_of[m.start()])
-    pairs = matching_parens(text)
-    for m in re.finditer(r"\b__attribute(?:__)?\s*\(", text):
-        inner = text[m.end():pairs.get(m.end() - 1, len(text))].strip()
-        inner = inner[1:-1] if inner.startswith("(") and inner.endswith(")") else inner   # ((...)): one pair off
-        if not _allowed_attributes(inner):
-            refuse("attributes", line_of[m.start()])
-    for m in re.finditer(r"\[\[(.*?)\]\]", text, re.S):
-        if not _allowed_attributes(re.sub(r"^\s*using\s+\w+\s*:", "", m.group(1))):
-            refuse("attributes", line_of[m.start()])
-    if re.search(r"\b__declspec\b", text):
-        refuse("attributes", line_of[re.search(r"\b__declspec\b", text).start()])
-    for m in re.finditer(r"\boperator\b([^;{]*)", text):
-        if any(t in m.group(1) for t in OPERATOR_TYPES):
-            refuse("operator-overload", line_of[m.start()])
-    depth = 0
-    for i, ch in enumerate(text):
-        depth += {"{": 1, "}": -1}.get(ch, 0)
-        if depth < 0:   # a brace that closes a scope the patch did not open (the kernel's namespace)
-            refuse("unterminated", line_of[i])
-            depth = 0
-    if depth > 0:
-        refuse("unterminated", line_of[-1] if line_of else 1)
-
-
-def _allowed_attributes(inner: str) -> bool:
-    """Whether every attribute of a list (`aligned(16), noinline`, `gnu::always_inline`) is allowed."""
-    depth, item, items = 0, [], []
-    for ch in inner:
-        if ch == "," and depth == 0:
-            items.append("".join(item).strip())
-            item = []
-            continue
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        item.append(ch)
-    items.append("".join(item).strip())
-    names = [re.match(r"(?:\w+\s*::\s*)*(\w+)", i) for i in items if i]
-    return all(n is not None and n.group(1).strip("_") in ATTRIBUTES for n in names)
 
 
 def check_abi(source: str) -> list[Refusal]:

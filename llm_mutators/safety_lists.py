@@ -3,10 +3,16 @@
 Where a list can be closed, it is an allowlist: the CUDA runtime and driver functions a patch may
 call (`CUDA_API`), the compiler builtins (`BUILTINS`) and the attributes (`ATTRIBUTES`) it may use.
 The C library's functions cannot be listed that way (a patch may call none of them, but it may name
-variables and members as it likes), so they are a denylist of names, by rule.
+variables and members as it likes), so they are a denylist of names, by rule. `check_allowlists`
+applies the closed lists to a patch's text.
 """
 
 from __future__ import annotations
+
+import re
+from typing import Callable
+
+from .cpp_scan import matching_parens
 
 # Library functions, by rule. Those of NAMES are refused wherever they appear as a name (`(system)(..)`,
 # `&system`, `#define RUN system`, `.system` after a `#define D .`); those of CALLED, common words also
@@ -87,3 +93,51 @@ MEMCPY_KIND_ARG = {"cudaMemcpyAsync": 3, "cudaMemcpy2DAsync": 6, "cudaMemcpyToSy
 
 # Types whose operators a patch may not overload (the code outside its blocks compares and tests them).
 OPERATOR_TYPES = ("cudaError", "Status", "CUresult", "cudaStream", "CUstream", "dim3", "cudaLaunch", "cudaFunc")
+
+
+def check_allowlists(text: str, line_of: "list[int]", refuse: Callable[[str, int], None]) -> None:
+    """The closed lists: CUDA runtime and driver names, compiler builtins, attributes; and no overload of
+    an operator on a type the code outside the patched blocks tests, and braces closed within the patch."""
+    for m in re.finditer(r"\b(?:cuda[A-Z]\w*|cu[A-Z]\w*|CU[a-z]\w*)", text):
+        if m.group(0) not in CUDA_API:
+            refuse("cuda-api", line_of[m.start()])
+    for m in re.finditer(r"\b__builtin_\w+", text):
+        if m.group(0) not in BUILTINS:
+            refuse("builtins", line_of[m.start()])
+    pairs = matching_parens(text)
+    for m in re.finditer(r"\b__attribute(?:__)?\s*\(", text):
+        inner = text[m.end():pairs.get(m.end() - 1, len(text))].strip()
+        inner = inner[1:-1] if inner.startswith("(") and inner.endswith(")") else inner   # ((...)): one pair off
+        if not _allowed_attributes(inner):
+            refuse("attributes", line_of[m.start()])
+    for m in re.finditer(r"\[\[(.*?)\]\]", text, re.S):
+        if not _allowed_attributes(re.sub(r"^\s*using\s+\w+\s*:", "", m.group(1))):
+            refuse("attributes", line_of[m.start()])
+    if re.search(r"\b__declspec\b", text):
+        refuse("attributes", line_of[re.search(r"\b__declspec\b", text).start()])
+    for m in re.finditer(r"\boperator\b([^;{]*)", text):
+        if any(t in m.group(1) for t in OPERATOR_TYPES):
+            refuse("operator-overload", line_of[m.start()])
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth < 0:   # a brace that closes a scope the patch did not open (the kernel's namespace)
+            refuse("unterminated", line_of[i])
+            depth = 0
+    if depth > 0:
+        refuse("unterminated", line_of[-1] if line_of else 1)
+
+
+def _allowed_attributes(inner: str) -> bool:
+    """Whether every attribute of a list (`aligned(16), noinline`, `gnu::always_inline`) is allowed."""
+    depth, item, items = 0, [], []
+    for ch in inner:
+        if ch == "," and depth == 0:
+            items.append("".join(item).strip())
+            item = []
+            continue
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        item.append(ch)
+    items.append("".join(item).strip())
+    names = [re.match(r"(?:\w+\s*::\s*)*(\w+)", i) for i in items if i]
+    return all(n is not None and n.group(1).strip("_") in ATTRIBUTES for n in names)
