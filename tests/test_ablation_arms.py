@@ -276,3 +276,24 @@ def test_population_settings_reach_both_variants_and_bad_ones_are_refused_before
     saved = json.loads((tmp_path / "ok" / "ablation-arms.json").read_text())
     assert saved["meta"]["population"] == {"size": 4, "offspring": 4}
     assert "population (both): size 4, islands 2, offspring 4" in (tmp_path / "ok" / "ablation-arms.md").read_text()
+
+
+def test_the_summary_also_measures_rl_against_uniforms_own_evaluations_to_its_final_best():
+    from experiments.ablation_arms import render_markdown, summarise
+
+    def run(variant, curves):
+        return {"variant": variant, "seed": 0, "seconds": 1.0, "arms": {},
+                "shapes": {s: {"curve": c} for s, c in curves.items()}}
+    # shape a: uniform stops improving at evaluation 4 of 10, rl gets there at 2 -> 0.2 of the budget, 0.5 of
+    # uniform's own; shape b: uniform improves until evaluation 10, rl never reaches it -> 1.0 and 1.0
+    uni = run("uniform", {"a": [9, 8, 8, 5, 5, 5, 5, 5, 5, 5], "b": [9, 9, 9, 9, 9, 9, 9, 9, 9, 4]})
+    rl = run("rl", {"a": [9, 5, 5, 5, 5, 5, 5, 5, 5, 5], "b": [9, 8, 8, 8, 8, 8, 8, 8, 8, 8]})
+    s = summarise([rl, uni], budget=10)
+    by = {r["shape"]: r for r in s["rows"]}
+    assert by["a"]["fraction"] == pytest.approx(0.2) and by["a"]["own_ratio"] == pytest.approx(0.5)
+    assert by["b"]["fraction"] == pytest.approx(1.0) and by["b"]["own_ratio"] == pytest.approx(1.0)
+    assert s["mean_fraction"] == pytest.approx(0.6) and s["own_ratio_mean"] == pytest.approx(0.75)
+    assert s["uniform_own_fraction"] == pytest.approx(0.7)
+    meta = {"seeds": [0], "budget": 10, "shapes": ["a", "b"], "candidates": 4, "broken": "garbage",
+            "seeded": False, "param_mutate": True, "rl_label": "x"}
+    assert "rl needs 0.750 of them (median 0.750)" in render_markdown(s, meta)
