@@ -1,5 +1,5 @@
 """Prototype check on the GPU: correctness and CUDA-graph timing of libclusterk.so against torch.matmul."""
-import ctypes, json, os, sys, time, itertools, statistics
+import ctypes, json, os, sys, itertools, statistics
 import torch
 
 lib = ctypes.CDLL(os.path.join(os.path.dirname(__file__), "libclusterk.so"))
