@@ -1,10 +1,18 @@
-"""A diagnostic for the arm ablation (experiments/ablation_arms.py), not a selection policy: it
-always picks the arm of the good scripted model (the arm whose name ends in "@good"), as a policy
+"""Diagnostics for the arm ablation (experiments/ablation_arms.py), not selection policies.
+
+GoodArmOracle always picks the arm of the good scripted model (the arm whose name ends in "@good"), as a policy
 that knew the arms' qualities from the first pull would. Its fraction is the ceiling of what any
 operator-selection policy can reach on that ablation with the rest of the machinery unchanged
 (parent selection, survivors, islands, the engine's pipelined rounds).
 
     evogemm ablate-arms --seeds 5 --jobs 2 --out runs/arms-oracle --policy experiments.oracle_policy:GoodArmOracle
+
+UniformReplicate is uniform choice on a shifted random stream: run in the rl variant's place, it
+is the metric's no-learning control. It gives the fraction of the budget that a second, independent
+uniform run needs to reach the first one's final best, which is what the rl variant's fraction is
+to be compared with.
+
+    evogemm ablate-arms --seeds 5 --jobs 2 --out runs/arms-null --policy experiments.oracle_policy:UniformReplicate
 """
 
 from __future__ import annotations
@@ -30,3 +38,15 @@ class GoodArmOracle(UniformPolicy):
     def _select(self, rng: random.Random) -> str:
         rng.random()
         return self._target()
+
+
+class UniformReplicate(UniformPolicy):
+    """Uniform choice, by the priors, from a stream shifted by one draw a choice: the same
+    distribution as the uniform variant's, a different sequence of arms and of everything the run
+    draws after them."""
+
+    name = "uniform_replicate"
+
+    def _select(self, rng: random.Random) -> str:
+        rng.random()
+        return super()._select(rng)

@@ -297,3 +297,16 @@ def test_the_summary_also_measures_rl_against_uniforms_own_evaluations_to_its_fi
     meta = {"seeds": [0], "budget": 10, "shapes": ["a", "b"], "candidates": 4, "broken": "garbage",
             "seeded": False, "param_mutate": True, "rl_label": "x"}
     assert "rl needs 0.750 of them (median 0.750)" in render_markdown(s, meta)
+
+
+def test_the_no_learning_control_chooses_uniformly_but_not_in_uniforms_order():
+    from evolution.bandit import UniformPolicy
+    from experiments.oracle_policy import UniformReplicate
+    arms = ["a", "b", "c", "d"]
+    control, uniform = UniformReplicate(arms), UniformPolicy(arms)
+    r1, r2 = random.Random(7), random.Random(7)
+    picks = [control._select(r1) for _ in range(4000)]
+    plain = [uniform._select(r2) for _ in range(4000)]
+    assert picks[:50] != plain[:50]                                  # another sequence from the same seed
+    assert all(abs(picks.count(a) / 4000 - 0.25) < 0.03 for a in arms)
+    assert control.probabilities() == uniform.probabilities()
