@@ -230,7 +230,9 @@ def summarise(runs: Sequence[Mapping[str, Any]], budget: int) -> dict[str, Any]:
             "mean_curves": curves, "mean_curve_evals": hit,
             "median_fraction": statistics.median(fractions) if fractions else None,
             # the stricter reading: rl's evaluations against the evaluations uniform itself took to its final
-            # best (not its whole budget), so that a uniform run that stopped improving early earns rl nothing
+            # best (not its whole budget), so that a uniform run that stopped improving early earns rl nothing.
+            # It leans towards uniform (the target is that run's own find); the unbiased yardstick is a second,
+            # independent uniform run in rl's place (experiments.oracle_policy:UniformReplicate)
             "own_ratio_mean": statistics.fmean(own_ratios) if own_ratios else None,
             "own_ratio_median": statistics.median(own_ratios) if own_ratios else None,
             "uniform_own_fraction": statistics.fmean(r["uniform_evals"] / budget for r in rows
