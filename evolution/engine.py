@@ -4,7 +4,7 @@ timing overlapped, budgets, dedup, halls of fame, and resume by replay.
 Shapes run one after another in campaign order, so a new shape can be seeded from the halls of
 fame of the nearest shapes solved before it; with `population.shapes_in_flight` W > 1, up to W run
 side by side, each seeded only from shapes W or more places before it (evolution/windows.py).
-Budgets: evolution/budget.py. Resume: the journal (evolution/journal.py) numbers and records every
+Budgets: evolution/budget.py; the evaluator: evolution/campaign_evaluator.py. Resume: the journal (evolution/journal.py) numbers and records every
 proposal and measurement and serves them back. The strategy of a shape is made by
 evolution/engine_strategy.py, logs and progress by evolution/engine_views.py.
 
@@ -43,7 +43,8 @@ from evaluator.api import Evaluator
 from genome import Genome, Offspring, Problem, SearchSpace
 
 from .campaign_spaces import campaign_spaces, seed_model_device
-from .budget import Grants, NoGrants, allocation, next_size, refuse_unending
+from .budget import Grants, NoGrants, allocation, next_size
+from .campaign_evaluator import make_campaign_evaluator
 from .db import CampaignDB
 from .journal import Journal
 from .plugins import Plugins, make_plugins
@@ -133,27 +134,8 @@ class Engine(StrategyFactory, EngineViews):
         return self._evaluator
 
     def _make_evaluator(self) -> Evaluator:
-        from evaluator.factory import make_evaluator, takes_option
-        cfg = self.config.evaluator
-        recorded = self.db.get_meta("resolved_backend")
-        backend = recorded or cfg.backend
-        registry = self.plugins.evaluators
-        options: dict[str, Any] = dict(cfg.options)
-        for key, value in (("seed", derive_seed(self.seed, "evaluator") % (1 << 31)), ("noise", cfg.noise),
-                           ("timing", dict(cfg.timing))):
-            if key not in options and takes_option(backend, key, registry) and (key != "timing" or value):
-                options[key] = value
-        ev = make_evaluator(backend, families=self.plugins.families, registry=registry, **options)
-        self.simulated = bool(getattr(ev, "simulated", False))
-        refuse_unending(self.config, self.simulated, before=ev.close)
-        resolved = backend if backend not in ("auto",) else ("simulator" if self.simulated else "gpu")
-        self.evaluator_description = ev.describe()
-        if recorded is None:
-            self.db.set_meta({"resolved_backend": resolved, "simulated": self.simulated,
-                              "evaluator_description": self.evaluator_description})
-        self.db.set_session_evaluator(self.evaluator_description)
-        self.log(f"evaluator: {self.evaluator_description}"
-                 + ("  [SIMULATED: no GPU; every time is a model estimate]" if self.simulated else ""))
+        ev, self.simulated, self.evaluator_description = make_campaign_evaluator(
+            self.config, self.db, self.plugins, self.seed, self.log)
         return ev
 
     def close(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -40,13 +41,6 @@ def _fmt_us(us: "float | None") -> str:
     return f"{us / 1000:.3f} ms" if us >= 10000 else f"{us:.2f} us"
 
 
-def _count_by_arm(failures: "list[dict]") -> dict[str, int]:
-    out: dict[str, int] = {}
-    for f in failures:
-        out[f["arm"]] = out.get(f["arm"], 0) + 1
-    return out
-
-
 def silent_arms(arms: "Mapping[str, Mapping[str, int]]") -> list[str]:
     """One line per arm that failed every call it got (it never proposed a child): a broken plug-in, a
     model that cannot be reached or answers nothing usable."""
@@ -78,7 +72,7 @@ def campaign_status(db: CampaignDB) -> dict[str, Any]:
             "allocation": _plus((row["allocation"] or {}).get("evaluations"), granted.get(name, 0)),
             "statuses": counts,
             "failures": {k: v for k, v in counts.items() if k != "ok"},
-            "operator_failures": _count_by_arm(db.operator_failures(name)),
+            "operator_failures": dict(Counter(f["arm"] for f in db.operator_failures(name))),
             "baselines": {n: t.median_us for n, t in bs.device.items()} if bs else {},
             "best_vendor": bs.best("device") if bs else None,
             "best": None,

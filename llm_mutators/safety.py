@@ -44,6 +44,8 @@ from .safety_lists import CALLED, MEMCPY_KIND_ARG, NAMES, check_allowlists
 from .inline_asm import LONGEST as _LONGEST_ASM
 from .inline_asm import asm_problem
 
+_LONGEST_CALL = 4000   # characters of a cudaMemcpy*Async call's arguments read; a longer call is no device copy
+
 ABI_SYMBOLS = ("evogemm_abi_version", "evogemm_family", "evogemm_can_implement", "evogemm_workspace_size",
                "evogemm_run")
 
@@ -257,7 +259,7 @@ def _comment_text(code: str) -> "tuple[str, list[int]]":
 def _device_copy(text: str, m: "re.Match[str]", pairs: "dict[int, int]") -> bool:
     """Whether a cudaMemcpy*Async call copies device to device: one of its arguments is exactly that kind."""
     end = pairs.get(m.end(), len(text))
-    if m.group(0) not in MEMCPY_KIND_ARG or not text.startswith("(", m.end()) or end - m.end() > _LONGEST_ASM:
+    if m.group(0) not in MEMCPY_KIND_ARG or not text.startswith("(", m.end()) or end - m.end() > _LONGEST_CALL:
         return False
     args, depth, current = [], 0, []
     for ch in text[m.end() + 1:end]:
