@@ -16,8 +16,9 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
+from evaluator.api import STATUS_CRASHED, STATUS_TIMEOUT, Measurement
 from genome import Genome, Problem
 from templates import get_space
 
@@ -139,10 +140,17 @@ def _genomes_in(path: Path, empty_ok: bool = False) -> list[Genome]:
 # -- running ---------------------------------------------------------------------------------------
 
 def run_bench(problems: Sequence[Problem], kernels: Sequence[Genome], evaluator, progress=print,
-              per_shape: "dict[str, list[Genome]] | None" = None) -> list[ShapeResult]:
+              per_shape: "dict[str, list[Genome]] | None" = None,
+              on_shape: "Callable[[list[ShapeResult]], None] | None" = None) -> list[ShapeResult]:
     """Time `kernels` (plus, with `per_shape`, the shape's own hall of fame) on every problem,
-    interleaved with the vendor baselines."""
+    interleaved with the vendor baselines. `on_shape(results so far)` runs after each shape (cmd_bench
+    writes its outputs there, so a bench killed part-way keeps the shapes it finished).
+
+    A kernel that hung or crashed at one shape is not run at the later ones: each such run costs the
+    worker's silence timeout and a new worker, and the kernel cannot win anyway. Its measurement there
+    says so (status and the first reason)."""
     results = []
+    broken: dict[str, Measurement] = {}  # genome id -> its first hang or crash
     every = {g.id: g for g in kernels}
     for extra in (per_shape or {}).values():
         every.update({g.id: g for g in extra})
@@ -157,14 +165,23 @@ def run_bench(problems: Sequence[Problem], kernels: Sequence[Genome], evaluator,
     for i, problem in enumerate(problems, 1):
         start = time.monotonic()
         shape_kernels = list({g.id: g for g in [*kernels, *(per_shape or {}).get(problem.name, [])]}.values())
+        runnable = [g for g in shape_kernels if g.id not in broken]
         # every kernel goes to the evaluator, which answers "invalid" (with the rule) where one cannot run
         if hasattr(evaluator, "build"):
-            builds_here = [by_id[g.id] for g in shape_kernels if g.id in by_id]
-            measurements, baselines = evaluator.evaluate(shape_kernels, problem, builds=builds_here,
-                                                         with_baselines=True, aa=True)
+            builds_here = [by_id[g.id] for g in runnable if g.id in by_id]
+            measured, baselines = evaluator.evaluate(runnable, problem, builds=builds_here,
+                                                     with_baselines=True, aa=True)
         else:
             baselines = evaluator.baselines(problem)
-            measurements = evaluator.evaluate(shape_kernels, problem)
+            measured = evaluator.evaluate(runnable, problem)
+        for g, m in zip(runnable, measured):
+            if m.status in (STATUS_TIMEOUT, STATUS_CRASHED):
+                broken.setdefault(g.id, m)
+        by_genome = dict(zip((g.id for g in runnable), measured))
+        measurements = [by_genome.get(g.id) or Measurement(
+            g.id, problem.name, broken[g.id].status,
+            reason=f"not run: it failed at {broken[g.id].problem} ({(broken[g.id].reason or '').splitlines()[0][:200]})")
+            for g in shape_kernels]
         result = ShapeResult(problem, baselines, list(zip(shape_kernels, measurements)))
         results.append(result)
         best = result.best()
@@ -183,6 +200,8 @@ def run_bench(problems: Sequence[Problem], kernels: Sequence[Genome], evaluator,
             progress(f"    {g.family}[{g.id[:8]}]: {m.status}: {(m.reason or '').splitlines()[0][:200] if m.reason else '-'}")
         if len(dropped) > 10:
             progress(f"    ... and {len(dropped) - 10} more (bench.json holds each reason)")
+        if on_shape is not None:
+            on_shape(results)
     return results
 
 
@@ -247,11 +266,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
     device = evaluator.describe()
     if evaluator.simulated:
         print(f"no GPU in use: figures come from the analytic simulator ({device}); they are SIMULATED", flush=True)
-    try:
-        results = run_bench(problems, kernels, evaluator, progress=lambda s: print(s, flush=True),
-                            per_shape=per_shape)
-    finally:
-        evaluator.close()
     meta = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "device": device,
             "simulated": bool(evaluator.simulated), "command": "evogemm " + " ".join(sys.argv[1:]),
             "n_kernels": len(kernels) + sum(len(v) for v in (per_shape or {}).values()),
@@ -263,6 +277,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     meta["peak_tflops"] = args.peak_tflops
     meta["hbm_tbps"] = facts.get("hbm_tbps") or DEFAULT_HBM_TBPS
     meta["hbm_source"] = facts.get("hbm_source") if facts.get("hbm_tbps") else "MEASURE.md's H200 copy bandwidth"
+
+    def partial(done: "list[ShapeResult]") -> None:
+        if len(done) < len(problems):
+            write_outputs(done, Path(args.out), {**meta, "partial": f"{len(done)} of {len(problems)} shapes"})
+
+    try:
+        results = run_bench(problems, kernels, evaluator, progress=lambda s: print(s, flush=True),
+                            per_shape=per_shape, on_shape=partial)
+    finally:
+        evaluator.close()
     paths = write_outputs(results, Path(args.out), meta)
     print()
     print(paths["md"].read_text())

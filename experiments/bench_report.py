@@ -127,6 +127,7 @@ def render_markdown(results: Sequence[ShapeResult], meta: dict) -> str:
                [f"- merged from {len(meta['merged_from'])} bench runs over disjoint shapes (`evogemm bench --merge`):",
                 *(f"  - {m['date']} on {m['host']}: `{m['command']}`" for m in meta["merged_from"])]),
              f"- kernels: {meta['n_kernels']}; shapes: {len(results)}; timing: {meta['timing_note']}",
+             *([f"- PARTIAL: written after {meta['partial']}; the bench had not finished"] if meta.get("partial") else []),
              *([f"- WARNING: timing below MEASURE.md's protocol ({', '.join(meta['below_protocol'])}); "
                 "indicative only"] if meta.get("below_protocol") else []), "",
              "Device time in microseconds (CUDA-graph replay, rotated inputs, median of repeats; spread = "

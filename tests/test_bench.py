@@ -298,3 +298,42 @@ def test_merge_flattens_counts_and_refuses_what_does_not_belong_together(tmp_pat
         assert "Infinity" not in text and "NaN" not in text
         assert json.loads(text)["meta"]["peak_tflops"] == 989.0
         assert "% roofline" in (out / "bench.md").read_text()
+
+
+def test_a_kernel_that_hung_is_not_run_again_and_each_shape_is_reported_as_it_ends(tmp_path):
+    """A hang costs the worker's silence timeout and a new worker: the bench runs such a kernel at no later
+    shape (its measurement there says where it failed), and hands each finished shape to `on_shape`, where
+    `evogemm bench` writes its outputs, so a bench killed part-way keeps what it measured."""
+    from dataclasses import replace
+    from evaluator.api import STATUS_TIMEOUT
+    kernels = load_kernels([GENOMES])
+    hangs = kernels[0]
+
+    class HangingEvaluator:
+        def __init__(self):
+            self.sim, self.asked = SimulatedEvaluator(), []
+
+        def baselines(self, problem):
+            return self.sim.baselines(problem)
+
+        def evaluate(self, genomes, problem):
+            self.asked.append((problem.name, [g.id for g in genomes]))
+            return [replace(m, status=STATUS_TIMEOUT, device=None, reason="hung: no progress for 60 s during gate")
+                    if g.id == hangs.id else m for g, m in zip(genomes, self.sim.evaluate(genomes, problem))]
+
+    ev, seen = HangingEvaluator(), []
+    problems = [Problem(1024, 1024, 1024), Problem(2048, 2048, 2048), Problem(4096, 4096, 4096)]
+    results = run_bench(problems, kernels, ev, progress=lambda s: None,
+                        on_shape=lambda done: seen.append([r.problem.name for r in done]))
+    assert seen == [["1024x1024x1024"], ["1024x1024x1024", "2048x2048x2048"], [p.name for p in problems]]
+    from experiments.bench_report import write_outputs
+    meta = {"date": "d", "device": "sim", "command": "c", "n_kernels": len(kernels), "timing_note": "t", "peak_tflops": 989,
+            "hbm_tbps": 4.8, "hbm_source": "s", "partial": "1 of 3 shapes"}
+    paths = write_outputs(results[:1], tmp_path, meta)
+    assert "- PARTIAL: written after 1 of 3 shapes" in paths["md"].read_text()
+    assert json.loads(paths["json"].read_text())["meta"]["partial"] == "1 of 3 shapes"
+    assert [hangs.id in ids for _, ids in ev.asked] == [True, False, False]
+    for res in results[1:]:
+        [(g, m)] = [(g, m) for g, m in res.measurements if g.id == hangs.id]
+        assert m.status == STATUS_TIMEOUT and not m.ok and "not run: it failed at 1024x1024x1024 (hung" in m.reason
+        assert len(res.measurements) == len(kernels) and res.best() is not None
