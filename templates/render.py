@@ -36,8 +36,15 @@ def _family(genome_or_name: "Genome | str", families: "FamilyRegistry | None") -
 
 
 def _environment(family: TemplateFamily) -> jinja2.Environment:
+    return _environment_for(tuple(family.template_folders()))
+
+
+@lru_cache(maxsize=64)
+def _environment_for(folders: tuple[str, ...]) -> jinja2.Environment:
+    """One environment per template search path, so each template is compiled once per process (its
+    loader still reloads a template whose file changed)."""
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(family.template_folders()),
+        loader=jinja2.FileSystemLoader(list(folders)),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
@@ -106,15 +113,29 @@ def _block_params(folders: tuple[str, ...], template_file: str, block: str) -> f
         owner = next((b for b in env.parse(source).find_all(nodes.Block) if b.name == block), None)
         if owner is None:
             continue
-        for node in owner.find_all((nodes.Getattr, nodes.Getitem)):
-            if isinstance(node.node, nodes.Name) and node.node.name == "p":
-                key = node.attr if isinstance(node, nodes.Getattr) else getattr(node.arg, "value", None)
-                if isinstance(key, str):
-                    names.add(key)
+        names |= _param_names(env, owner, set())
         calls_super = any(isinstance(c.node, nodes.Name) and c.node.name == "super" for c in owner.find_all(nodes.Call))
         if not calls_super:
             break
     return frozenset(names)
+
+
+def _param_names(env: jinja2.Environment, node: "jinja2.nodes.Node", seen: set[str]) -> set[str]:
+    """The `p.NAME` / `p['NAME']` a template node uses, also in the templates it includes by name."""
+    from jinja2 import nodes
+    names: set[str] = set()
+    for found in node.find_all((nodes.Getattr, nodes.Getitem)):
+        if isinstance(found.node, nodes.Name) and found.node.name == "p":
+            key = found.attr if isinstance(found, nodes.Getattr) else getattr(found.arg, "value", None)
+            if isinstance(key, str):
+                names.add(key)
+    for include in node.find_all(nodes.Include):
+        name = include.template.value if isinstance(include.template, nodes.Const) else None
+        if isinstance(name, str) and name not in seen:
+            seen.add(name)
+            source, _, _ = env.loader.get_source(env, name)
+            names |= _param_names(env, env.parse(source), seen)
+    return names
 
 
 def frozen_params(genome: Genome, families: "FamilyRegistry | None" = None) -> frozenset[str]:
