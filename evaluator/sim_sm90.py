@@ -137,13 +137,16 @@ def row_pitch_factor(k: int, sp: SimParams) -> float:
 
 
 def mma_iteration_us(tm: int, tn: int, tk: int, schedule: str, cluster_size: int, sp: SimParams,
-                     dev: DeviceSpec) -> float:
+                     dev: DeviceSpec, split_n: bool = False) -> float:
     """Tensor-pipe time of one mainloop k-iteration of a CTA.
 
     A wgmma m64nNk16 takes N/2 clocks of the tensor pipe (4096 flop/clk/SM) but must also read its
-    A (64x16) and B (Nx16) operands from shared memory; small N is operand-bandwidth bound."""
-    per_step = max(tn / 2.0, (2048.0 + 32.0 * tn) / sp.smem_operand_bytes_per_clk) + sp.wgmma_issue_clk
-    clk = (tm / 64.0) * (tk / 16.0) * per_step + sp.k_iter_overhead_clk
+    A (64x16) and B (Nx16) operands from shared memory; small N is operand-bandwidth bound. With the
+    warpgroups split along N (`split_n`) each WGMMA is tn/2 wide and there are twice as many: each
+    warpgroup reads the whole A tile."""
+    n = tn / 2.0 if split_n else float(tn)
+    per_step = max(n / 2.0, (2048.0 + 32.0 * n) / sp.smem_operand_bytes_per_clk) + sp.wgmma_issue_clk
+    clk = (tm / 64.0) * (tn / n) * (tk / 16.0) * per_step + sp.k_iter_overhead_clk
     if cluster_size > 1:
         clk += sp.cluster_iter_overhead_clk
     eff = sp.mma_clock_efficiency * (sp.pingpong_mma_efficiency if schedule == "pingpong" else 1.0)
@@ -280,7 +283,7 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     latency = sp.load_latency_us + miss_rate * sp.miss_latency_us
 
     # per-iteration and per-tile
-    t_mma = mma_iteration_us(tm, tn, tk, schedule, csize, sp, dev)
+    t_mma = mma_iteration_us(tm, tn, tk, schedule, csize, sp, dev, split_n=_sm90.split_n(params))
     t_in = ingress_iteration_us(tm, tn, tk, sp, dev)
     t_iter = mainloop_iteration_us(t_mma, t_in, stages, latency, sp)
     t_epi = epilogue_us(tm, tn, params["epilogue"], sp, dev)

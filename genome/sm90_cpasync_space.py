@@ -57,7 +57,7 @@ def _k_alignment(p, problem: Problem):
 
 
 def make_space() -> SearchSpace:
-    base = _sm90.make_space()
+    base = _sm90.make_space(warpgroup_split=False)
     params = _sm90.derived_params(base.params, fixed={**FIXED, **_sm90.AUTO_EPILOGUE_TILE}, replaced=(SCHEDULE,))
     rules = tuple(r for r in base.rules if r.name not in ("pingpong-streamk", "splits-need-streamk",
                                                            "multicast-slice", "cluster-size",

@@ -9,6 +9,7 @@ and the register budget of the consumer warpgroups.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from typing import Any, Mapping
 
 from .problem import Problem
@@ -19,6 +20,7 @@ FAMILY = "sm90_cutlass"
 SMEM_BYTES_PER_BLOCK = 232448  # 227 KB: the opt-in maximum on sm_90
 MAX_CLUSTER_CTAS = 8           # portable cluster size
 MAX_ACC_REGS = 192             # fp32 accumulator registers per consumer thread we allow
+MAX_TMA_BOX_ROWS = 256         # rows (and columns) of one TMA box (cuTensorMapEncodeTiled's boxDim limit)
 BYTES_FP16 = 2
 # The WGMMA widths CuTe's ss_op_selector (cute/arch/mma_sm90.hpp) offers without
 # CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED. The template defines that macro for any other tile N: without it
@@ -27,7 +29,8 @@ GMMA_BASE_N = (8, 16, 32, 64, 96, 128, 192, 256)
 
 PARAMS = (
     ParamSpec("schedule", ("cooperative", "pingpong"), doc="warp-specialised kernel schedule", ordered=False),
-    ParamSpec("tile_m", (64, 128, 256), doc="CTA tile M"),
+    ParamSpec("tile_m", (64, 128, 192, 256, 320, 448), added=((192, 2), (320, 2), (448, 2)),
+              doc="CTA tile M (192, 320 and 448 only with wg_split n)"),
     ParamSpec("tile_n", (16, 32, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256),
               doc="CTA tile N (multiple of 8)"),
     ParamSpec("tile_k", (32, 64, 128), doc="CTA tile K"),
@@ -52,7 +55,16 @@ PARAMS = (
                                  "EpilogueTileAuto (64 or 128 x gcd(32, tile N): 16 wide for tile N of 80, "
                                  "112, 144, 176, 208, 240); M is 128 with the cooperative schedule, else 64; "
                                  "N of 48, 80 and 112 divide the tiles fitted to the SM count"),
+    # added in space revision 2 (session 32)
+    ParamSpec("wg_split", ("m", "n"), ordered=False, implicit=True, revision=2,
+              doc="how the cooperative schedule's two consumer warpgroups share the tile: m = one above the "
+                  "other (CUTLASS's builder: 64-row WGMMAs, tile M a multiple of 128), n = side by side, each "
+                  "on tile N / 2 columns and every row (tile M any multiple of 64 from 128: 192, 320, 448; "
+                  "each warpgroup re-reads the whole A tile); its epilogue stores 64 x tile N subtiles"),
 )
+# The parameters the warpgroup split added (revision 2). A derived family whose template does not build the
+# split along N keeps them as they were before it (make_space(warpgroup_split=False)).
+WG_SPLIT_PARAMS = ("tile_m", "wg_split")
 # a derived family whose kernels were never built with an explicit epilogue subtile pins it (`derived_params`)
 AUTO_EPILOGUE_TILE = {"epilogue_tile": ("auto",)}
 
@@ -67,10 +79,18 @@ def _choices(name: str) -> tuple:
     return next(spec.choices for spec in PARAMS if spec.name == name)
 
 
+def split_n(p: Mapping[str, Any]) -> bool:
+    """Whether the cooperative schedule's two consumer warpgroups sit side by side along N."""
+    return p.get("wg_split", "m") == "n" and p["schedule"] == "cooperative"
+
+
 def epilogue_tile(p: Mapping[str, Any]) -> tuple[int, int]:
     """The epilogue subtile: the genome's, or the one CUTLASS's EpilogueTileAuto picks
-    (sm90_compute_tile_shape_or_override)."""
+    (sm90_compute_tile_shape_or_override); 64 x tile N with the warpgroups split along N (every subtile
+    must hold some of each warpgroup's accumulators)."""
     from math import gcd
+    if split_n(p):
+        return 64, p["tile_n"]
     explicit = p.get("epilogue_tile", "auto")
     if explicit != "auto":
         em, en = (int(x) for x in explicit.split("x"))
@@ -111,10 +131,76 @@ def acc_regs_per_thread(p: Mapping[str, Any]) -> int:
 
 # -- rules ------------------------------------------------------------------------------------
 
+def _power_of_two_below(n: int) -> int:
+    """The largest tile M of CUTLASS's builders (64, 128, 256) below n."""
+    return max(m for m in (64, 128, 256) if m < n)
+
+
 def _coop_tile_m(p):
     if p["schedule"] == "cooperative" and p["tile_m"] < 128:
         return f"cooperative schedule needs tile M >= 128 (two consumer warpgroups of 64 rows); tile M is {p['tile_m']}"
     return None
+
+
+def _tile_m_split_n(p):
+    if p["tile_m"] % 128 and p["tile_m"] > 64 and not split_n(p):
+        return (f"tile M {p['tile_m']} (not 64, 128 or 256) needs the cooperative schedule with wg_split n (split "
+                "along M each warpgroup takes half the rows, a multiple of 64)")
+    return None
+
+
+def _fix_tile_m_split_n(p: Params, rng: random.Random) -> Params:
+    p["tile_m"] = _power_of_two_below(p["tile_m"] + 1)
+    return p
+
+
+def _wg_split_n(p, row_major_c: bool = True):
+    if p.get("wg_split", "m") != "n":
+        return None
+    if p["schedule"] != "cooperative":
+        return f"wg_split n is a split of the cooperative schedule's warpgroups (schedule is {p['schedule']})"
+    if p["tile_n"] % 16:
+        return f"wg_split n needs tile N a multiple of 16 (each warpgroup's WGMMA is tile N / 2 wide); tile N is {p['tile_n']}"
+    if row_major_c and p["tile_n"] not in (128, 256):
+        # the epilogue's shared-memory subtile of a row-major C is laid out in swizzle atoms as wide as the
+        # largest of 64, 32, 16 columns dividing tile N; each warpgroup's half must be whole atoms (else CuTe's
+        # store partition fails to compile: seen with tile N 192)
+        return (f"wg_split n with C row-major needs tile N 128 or 256 (each warpgroup's tile N / 2 columns of the "
+                f"epilogue subtile must be whole 64-column swizzle atoms); tile N is {p['tile_n']}")
+    if p["scheduler"] != "persistent":
+        return "wg_split n is built with the persistent tile scheduler only"
+    if p["epilogue"] != "tma" or p.get("epilogue_tile", "auto") != "auto":
+        return "wg_split n needs the TMA epilogue with its own subtile (epilogue_tile auto: 64 x tile N)"
+    return None
+
+
+def _fix_wg_split_n(p: Params, rng: random.Random) -> Params:
+    p["wg_split"] = "m"
+    return p
+
+
+def _tma_box(p):
+    # each CTA loads its slice of the A tile (tile M / cluster N rows: the multicast splits it) in one TMA box,
+    # and a box holds at most 256 rows: a larger one fails cuTensorMapEncodeTiled, and the kernel then hangs
+    # (seen on the H200 with tile M 320 and 448 without a cluster along N)
+    if p["tile_m"] // p["cluster_n"] > MAX_TMA_BOX_ROWS:
+        return (f"tile M {p['tile_m']} over cluster N {p['cluster_n']} is {p['tile_m'] // p['cluster_n']} rows in one "
+                f"TMA box (at most {MAX_TMA_BOX_ROWS})")
+    return None
+
+
+def _fix_tma_box(p: Params, rng: random.Random) -> Params:
+    if p["cluster_n"] * 2 * p["cluster_m"] <= MAX_CLUSTER_CTAS and rng.random() < 0.5:
+        p["cluster_n"] *= 2
+    else:
+        p["tile_m"] = _power_of_two_below(p["tile_m"] + 1)
+    return p
+
+
+# sm90_swapab's C^T is column-major: its epilogue subtile's swizzle atoms run along M, any tile N splits
+WG_SPLIT_N_COLUMN_MAJOR_C = Rule("wg-split-n", "wg_split n: cooperative, tile N a multiple of 16, persistent "
+                                 "scheduler, TMA epilogue with its own subtile",
+                                 lambda p: _wg_split_n(p, row_major_c=False), _fix_wg_split_n)
 
 
 def _fix_coop_tile_m(p: Params, rng: random.Random) -> Params:
@@ -182,7 +268,7 @@ def _acc_registers(p):
 
 def _fix_acc_registers(p: Params, rng: random.Random) -> Params:
     if p["tile_m"] > 64 and (p["tile_m"] >= p["tile_n"] or rng.random() < 0.5):
-        p["tile_m"] //= 2
+        p["tile_m"] = _power_of_two_below(p["tile_m"])
     else:
         smaller = [n for n in _choices("tile_n") if n < p["tile_n"]]
         p["tile_n"] = smaller[-1] if smaller else p["tile_n"]
@@ -250,6 +336,11 @@ def _fix_splits(p: Params, rng: random.Random) -> Params:
 
 RULES = (
     Rule("cooperative-tile-m", "cooperative schedule needs tile M >= 128", _coop_tile_m, _fix_coop_tile_m),
+    Rule("tile-m-wg-split", "tile M of 192, 320 or 448 only with the cooperative schedule split along N",
+         _tile_m_split_n, _fix_tile_m_split_n),
+    Rule("wg-split-n", "wg_split n: cooperative, tile N 128 or 256, persistent scheduler, TMA epilogue with its own "
+         "subtile", _wg_split_n, _fix_wg_split_n),
+    Rule("tma-box", f"tile M / cluster N <= {MAX_TMA_BOX_ROWS} rows (one TMA box)", _tma_box, _fix_tma_box),
     Rule("pingpong-streamk", "ping-pong cannot use the stream-K scheduler", _pingpong_streamk, _fix_pingpong_streamk),
     Rule("cluster-size", f"cluster_m * cluster_n <= {MAX_CLUSTER_CTAS} CTAs", _cluster_size, _fix_cluster_size),
     Rule("multicast-slice", "tile N / cluster M and tile M / cluster N are multiples of 8",
@@ -312,14 +403,20 @@ def derived_params(params: "tuple[ParamSpec, ...]", fixed: "Mapping[str, tuple]"
     pinned to its choices (their doc says so), those of `replaced` swapped for its spec of the same name."""
     swap = {spec.name: spec for spec in replaced}
     return tuple(swap[p.name] if p.name in swap else
-                 ParamSpec(p.name, fixed[p.name], p.kind, p.doc + " (fixed in this family)", p.ordered, p.implicit)
+                 replace(p, choices=fixed[p.name], doc=p.doc + " (fixed in this family)",
+                         added=tuple(a for a in p.added if a[0] in fixed[p.name][1:]))
                  if p.name in fixed else p for p in params)
 
 
-def make_space() -> SearchSpace:
+def make_space(warpgroup_split: bool = True) -> SearchSpace:
+    """The family's space; with `warpgroup_split` False (a derived family whose template does not build the
+    split along N) wg_split is pinned to m and tile M has the choices it had before."""
+    params = PARAMS if warpgroup_split else tuple(
+        replace(p.as_of(1), doc=p.doc + " (fixed in this family)") if p.name == "wg_split" else p.as_of(1)
+        if p.name in WG_SPLIT_PARAMS else p for p in PARAMS)
     return SearchSpace(
         family=FAMILY,
-        params=PARAMS,
+        params=params,
         rules=RULES,
         shape_rules=SHAPE_RULES,
         normalisers=(_normalise_runtime,),

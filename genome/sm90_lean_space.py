@@ -42,7 +42,7 @@ WS_PERSISTENT = Rule("ws-persistent", "the ws schedule uses the persistent (one 
 
 
 def make_space() -> SearchSpace:
-    base = _sm90.make_space()
+    base = _sm90.make_space(warpgroup_split=False)
     params = _sm90.derived_params(base.params, fixed=FIXED)
     rules = tuple(r for r in base.rules if r.name not in ("cooperative-tile-m", "pingpong-streamk",
                                                            "splits-need-streamk"))

@@ -66,7 +66,7 @@ def _c_alignment(p, problem: Problem):
 
 
 def make_space() -> SearchSpace:
-    base = _sm90.make_space()
+    base = _sm90.make_space(warpgroup_split=False)
     params = _sm90.derived_params(base.params, fixed=_sm90.AUTO_EPILOGUE_TILE, replaced=(WS_SCHEDULE,))
     return replace(base, family=FAMILY, params=(*params, C_ALIGN, K_PAD),
                    rules=(*base.rules, Rule("direct-c-nosmem", "c_align < 8 only with the nosmem epilogue",

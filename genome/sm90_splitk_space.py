@@ -54,7 +54,7 @@ def _even_split(p, problem: Problem):
 
 
 def make_space() -> SearchSpace:
-    base = _sm90.make_space()
+    base = _sm90.make_space(warpgroup_split=False)
     rules = tuple(r for r in base.rules if r.name != "splits-need-streamk") + (
         Rule("persistent-scheduler", "the persistent scheduler (the split is a batch)", _persistent,
              _fix_persistent),)

@@ -11,7 +11,9 @@ kind: 256x128 in this frame, warpgroups split along N).
 
 Parameters and rules are sm90_cutlass's (none of them depends on which of M and N the tile walks;
 the alignment rule is the same too, K and N multiples of 8), with sm90_lean's schedule "ws" (one
-consumer warpgroup, one CTA per tile) as a third schedule, as in sm90_padded.
+consumer warpgroup, one CTA per tile) as a third schedule, as in sm90_padded. One rule is looser: with
+the warpgroups split along N (wg_split n) any tile N splits, because C^T is column-major and the
+epilogue subtile's swizzle atoms run along the kernel's M.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ def make_space() -> SearchSpace:
     base = _sm90.make_space()
     return replace(base, family=FAMILY, params=_sm90.derived_params(base.params, fixed=_sm90.AUTO_EPILOGUE_TILE,
                                                                                replaced=(WS_SCHEDULE,)),
-                   rules=(*base.rules, WS_PERSISTENT), tile_axes=("n", "m"),
+                   rules=(*(_sm90.WG_SPLIT_N_COLUMN_MAJOR_C if r.name == "wg-split-n" else r for r in base.rules),
+                          WS_PERSISTENT), tile_axes=("n", "m"),
                    description="sm90_cutlass on the transposed problem C^T = W A^T (as cuBLAS runs a "
                                "row-major call): tile_m and cluster_m run along N, tile_n and cluster_n "
                                "along M")

@@ -23,7 +23,9 @@ Params = dict[str, Any]
 # higher `revision` than the one the campaign recorded; the campaign searches with it pinned to its
 # default (SearchSpace.as_of), so its random draws, and its resume by replay, stay as they were.
 # 1: sm90_splitk's pdl and reduce (session 26). Campaigns that recorded none are at revision 0.
-SPACE_REVISION = 1
+# 2: sm90_cutlass's and sm90_swapab's wg_split (the cooperative warpgroups side by side along N) and the tile
+#    M choices 192, 320 and 448 it allows (session 32).
+SPACE_REVISION = 2
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,9 @@ class ParamSpec:
     # the space revision that added it (SPACE_REVISION): a campaign created at an earlier one searches
     # with it pinned to its default. Only implicit parameters can be added later.
     revision: int = 0
+    # choices added to the parameter after its first revision, as (choice, revision): a campaign created at
+    # an earlier revision searches without them (as_of)
+    added: tuple[tuple[Any, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in ("compile", "runtime"):
@@ -48,6 +53,21 @@ class ParamSpec:
             raise ValueError(f"parameter {self.name} has no choices")
         if self.revision and not self.implicit:
             raise ValueError(f"parameter {self.name}: one added in a later revision must be implicit")
+        for choice, revision in self.added:
+            if choice not in self.choices[1:] or revision < 1:
+                raise ValueError(f"parameter {self.name}: an added choice must be one of its choices other than "
+                                 f"the first (its default), added at a revision >= 1; got {choice!r} at {revision}")
+
+    def as_of(self, revision: int) -> "ParamSpec":
+        """This parameter as a space at `revision` has it: pinned to its default when it was added later,
+        without the choices added later."""
+        if self.revision > revision:
+            return replace(self, choices=self.choices[:1], added=())
+        later = {choice for choice, rev in self.added if rev > revision}
+        if not later:
+            return self
+        return replace(self, choices=tuple(c for c in self.choices if c not in later),
+                       added=tuple((c, r) for c, r in self.added if r <= revision))
 
 
 @dataclass(frozen=True)
@@ -113,11 +133,11 @@ class SearchSpace:
 
     def as_of(self, revision: int) -> "SearchSpace":
         """This space as a campaign created at `revision` searches it: each parameter added later pinned
-        to its default, so sampling, mutation and crossover make the draws they made then."""
-        later = [p for p in self.params if p.revision > revision and len(p.choices) > 1]
-        if not later:
+        to its default, each choice added later left out, so sampling, mutation and crossover make the draws
+        they made then."""
+        pinned = tuple(p.as_of(revision) for p in self.params)
+        if all(a.choices == b.choices for a, b in zip(pinned, self.params)):
             return self
-        pinned = tuple(replace(p, choices=p.choices[:1]) if p in later else p for p in self.params)
         return replace(self, params=pinned)
 
     # -- basic facts -------------------------------------------------------------------------
@@ -169,12 +189,16 @@ class SearchSpace:
         """Every valid, canonical combination: of all params, or of one kind with the others
         taken from `base` (default: the first choices)."""
         specs = [p for p in self.params if kind is None or p.kind == kind]
+        names = [p.name for p in specs]
         full_base = self.full(base) if base else None
         fixed = {p.name: (full_base[p.name] if full_base else p.choices[0]) for p in self.params if p not in specs}
+        if any(fixed[p.name] not in p.choices for p in self.params if p.name in fixed):
+            return  # a base value outside its choices: no combination with it is valid
+        # every value comes from its parameter's choices: only the rules can fail (the first broken one is enough)
         for combo in itertools.product(*(p.choices for p in specs)):
             params = dict(fixed)
-            params.update(zip((p.name for p in specs), combo))
-            if not self._violations(params) and self._normalise(params) == self.canonical(params):
+            params.update(zip(names, combo))
+            if not any(rule.check(params) for rule in self.rules) and self._normalise(params) == self.canonical(params):
                 yield params
 
     def valid_size(self, kind: "str | None" = None, base: "Mapping[str, Any] | None" = None) -> int:

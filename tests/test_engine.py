@@ -137,7 +137,7 @@ def test_seed_from_an_earlier_campaign_and_handpicked(tmp_path):
     run(tmp_path / "one", small_config(shapes=["1024x1024x1024"]))
     data = small_config(shapes=["1024x2048x1024"], seed_from=[str(tmp_path / "one")],
                         population={"size": 6, "islands": 2, "offspring": 3, "elite": 1, "migration_size": 1,
-                                    "seed_fraction": 1.0})
+                                    "seed_fraction": 1.0, "fit_knobs": False})   # ids as in the hall: no refit
     run(tmp_path / "two", data)
     ops = rows(tmp_path / "two", "SELECT operator, genome_id, note FROM proposals WHERE round=0 ORDER BY seq")
     from_one = [g for op, g, _ in ops if op == "seed_from"]
@@ -906,6 +906,7 @@ def test_a_campaign_that_recorded_no_revision_takes_the_one_its_genomes_name(tmp
     later one (a campaign of the commits that added sm90_splitk's pdl and reduce but did not record it)."""
     from evolution.db import CampaignDB
     from evolution.campaign_spaces import recorded_revision
+    from genome import SPACE_REVISION
     from templates import family_registry
     data = small_config(families=["sm90_splitk"], shapes=["512x512x16384"], budget={"evaluations_per_shape": 30},
                         evaluator={"backend": "simulator"})
@@ -915,7 +916,7 @@ def test_a_campaign_that_recorded_no_revision_takes_the_one_its_genomes_name(tmp
     fams = [family_registry().resolve("sm90_splitk")]
     db = CampaignDB(folder / "campaign.db")
     try:
-        assert recorded_revision(db, fams) == 1
+        assert recorded_revision(db, fams) == SPACE_REVISION
         db.conn.execute("DELETE FROM meta WHERE key='space_revision'")
         assert {"pdl", "reduce"} & db.named_params()["sm90_splitk"]      # its search drew them
         assert recorded_revision(db, fams) == 1

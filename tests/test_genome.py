@@ -206,12 +206,12 @@ def test_a_space_as_of_an_earlier_revision_pins_later_parameters_and_draws_as_it
     with pytest.raises(ValueError, match="must be implicit"):
         ParamSpec("x", (0, 1), revision=1)
     splitk = get_space("sm90_splitk")
-    later = {p.name for p in splitk.params if p.revision > 0}
+    later = {p.name for p in splitk.params if p.revision > 0 and len(p.choices) > 1}   # wg_split: pinned here
     assert later == {"pdl", "reduce"} and SPACE_REVISION >= 1 and splitk.as_of(SPACE_REVISION) is splitk
     pinned = splitk.as_of(0)
     before = replace(splitk, params=tuple(p for p in splitk.params if p.revision == 0))   # the space without them
     assert all(pinned.spec(n).choices == (splitk.spec(n).choices[0],) for n in later)
-    assert get_space("sm90_cutlass").as_of(0) is get_space("sm90_cutlass")          # nothing added: itself
+    assert get_space("sm90_padded").as_of(0) is get_space("sm90_padded")            # nothing added: itself
     for seed in range(30):
         a, b = random.Random(seed), random.Random(seed)
         x, y = pinned.sample(a), before.sample(b)

@@ -64,6 +64,33 @@ def subtile_genomes() -> list:
     return [FAMILIES.resolve(f).space.validate(Genome.make(f, {**base, **p})) for f, p in cases]
 
 
+def wg_split_genomes() -> list:
+    """wg_split n: the cooperative warpgroups side by side along N, with tile M 192, 320 and 448, 64- and 48-wide
+    WGMMAs (48 needs CuTe's extended shapes), clusters along either side, in sm90_cutlass and sm90_swapab."""
+    from genome import Genome
+    base = {"cluster_m": 1, "cluster_n": 1, "decomposition": "heuristic", "epilogue": "tma", "raster": "heuristic",
+            "reduction": "deterministic", "scheduler": "persistent", "splits": 1, "stages": 0, "swizzle": 1,
+            "tile_k": 64, "schedule": "cooperative", "wg_split": "n"}
+    cases = [("sm90_cutlass", dict(tile_m=192, tile_n=128, cluster_m=2)),
+             ("sm90_cutlass", dict(tile_m=320, tile_n=128, cluster_n=2)),
+             ("sm90_swapab", dict(tile_m=448, tile_n=64, cluster_n=2)),
+             ("sm90_swapab", dict(tile_m=192, tile_n=96, cluster_n=2))]
+    return [FAMILIES.resolve(f).space.validate(Genome.make(f, {**base, **p})) for f, p in cases]
+
+
+@pytest.mark.parametrize("shape", ["1000x2056x512", "136x4096x1024", "2048x2048x2048"])
+def test_warpgroups_split_along_n_pass_the_gate(evaluator, shape):
+    """M and N not multiples of the tiles: partial tiles at both edges, in both of the kernels' frames."""
+    problem = Problem.parse(shape)
+    genomes = wg_split_genomes()
+    results = evaluator.evaluate(genomes, problem)
+    for g, m in zip(genomes, results):
+        print(shape, g.short(), m.status, m.rel_error, m.acc_error, m.time_us)
+    failed = [(g.short(), m.status, m.reason) for g, m in zip(genomes, results) if not m.ok]
+    assert not failed, failed
+    assert all(m.rel_error <= 1e-3 and m.acc_error is not None for m in results)
+
+
 def splitk_launch_genomes() -> list:
     """sm90_splitk's reduction launch variants (pdl, grouped reduce) of its first seed."""
     fam = FAMILIES.resolve("sm90_splitk")

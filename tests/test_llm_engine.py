@@ -573,8 +573,9 @@ def test_engine_hands_operators_the_frozen_parameters_and_refuses_unsafe_patches
             assert kinds == {"unsafe"} and "cudaMalloc" in strat.operator_failures[0]["reason"]
         else:
             assert patched and not strat.operator_failures
-            # the epilogue block renders the epilogue subtile: a patch of it fixes that parameter, and no other
-            assert frozen_params(patched[0].genome) == frozenset({"epilogue_tile"})
+            # the epilogue block renders the epilogue subtile, and its wg_split n branch the tile N: a patch of it
+            # fixes those parameters (the template's text, whichever branch this genome takes), and no other
+            assert frozen_params(patched[0].genome) == frozenset({"epilogue_tile", "wg_split", "tile_n"})
 
 
 class HistoryProbe:

@@ -516,7 +516,11 @@ def test_llm_crossover_edits_the_first_parent_with_what_the_second_has():
 # -- frozen parameters ---------------------------------------------------------------------------
 def test_the_parameters_a_block_covers():
     assert block_params("sm90_cutlass", "tile_config") == TILE_PARAMS
-    assert block_params("sm90_cutlass", "mainloop") == {"stages"} and block_params("sm90_cutlass", "kernel") == set()
+    # mainloop: its wg_split n branch names the tile (CuTe's TiledMma built here, not by CUTLASS's builder)
+    assert block_params("sm90_cutlass", "mainloop") == {"stages", "wg_split", "tile_m", "tile_n", "tile_k"}
+    assert block_params("sm90_cutlass", "kernel") == set()
+    # a block's template includes count: sm90_lean's tile_config is the included ws_tile_config.j2
+    assert {"tile_m", "tile_n", "tile_k", "cluster_m", "cluster_n"} <= block_params("sm90_lean", "tile_config")
     patched = PARENT.with_patch(Patch("tile_config", "using TileShape = Shape<_128, _128, _64>;"))
     assert frozen_params(PARENT) == frozenset() and frozen_params(patched) == TILE_PARAMS
     # a block that calls super() covers its parent's parameters too, and block_source renders it

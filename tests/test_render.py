@@ -22,8 +22,10 @@ def test_render_thousands_of_sampled_genomes():
     for _ in range(2000):
         g = SPACE.sample(rng)
         kernel = render(g)
-        p = g.param_dict
-        assert f"Shape<_{p['tile_m']}, _{p['tile_n']}, _{p['tile_k']}>" in kernel.source
+        p = SPACE.params_of(g)
+        tile_m = f"Int<{p['tile_m']}>" if p["tile_m"] in (320, 448) else f"_{p['tile_m']}"   # CuTe names no _320
+        assert f"Shape<{tile_m}, _{p['tile_n']}, _{p['tile_k']}>" in kernel.source
+        assert ("Layout<Shape<_1, _2, _1>>" in kernel.source) == (p["wg_split"] == "n")
         assert f"Shape<_{p['cluster_m']}, _{p['cluster_n']}, _1>" in kernel.source
         expect = "Cooperative" if p["schedule"] == "cooperative" else "Pingpong"
         assert f"KernelTmaWarpSpecialized{expect}" in kernel.source
@@ -81,7 +83,8 @@ def test_a_tile_n_without_a_base_wgmma_turns_on_cutes_extended_shapes_and_no_oth
     for _ in range(150):
         g = space.sample(rng)
         source = render(g).source
-        n = g.param_dict["tile_n"]
+        params = space.params_of(g)
+        n = params["tile_n"] // 2 if params["wg_split"] == "n" else params["tile_n"]   # each warpgroup's WGMMA
         on = "#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED 1" in source
         assert on == (n not in GMMA_BASE_N), (family, n)
         if on:  # before any CuTe header, and outside every patchable block
@@ -126,6 +129,7 @@ def test_a_family_on_the_sm90_template_without_the_base_widths_always_gets_the_e
     from templates import FamilyRegistry
     base = family_registry().resolve("sm90_cutlass")
     bare = dataclasses.replace(base, template_globals={})
-    g = SPACE.sample(random.Random(2)).with_params(tile_n=128)
+    g = SPACE.repair(SPACE.sample(random.Random(2)).with_params(tile_n=128, wg_split="m"), random.Random(0))
+    assert SPACE.params_of(g)["tile_n"] == 128
     assert "CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED" not in render(g).source
     assert "#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED 1" in render(g, FamilyRegistry([bare])).source
