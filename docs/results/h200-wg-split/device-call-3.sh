@@ -1,0 +1,4 @@
+#!/bin/bash
+# device call 3 (nvidia-h200), session 32, on the machine call 2 left warm: the same screen at seven more shapes
+# (public ones and shapes outside both suites). Run as one command line.
+set -u; python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .kc/whl/*.whl || exit 9; export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 EVOGEMM_CACHE=$PWD/.kc/s32/cache; R=$OUT/res; mkdir -p $R; timeout 100 python -m experiments.cli bench --modes device --timing '{"repeats":5}' --shapes 10240x2560x2560 1536x1536x6144 1024x6144x4096 4096x8192x4096 2048x28672x4096 6144x6144x6144 384x16384x4096 --kernels docs/results/h200-wg-split/kernels --out $R/screen2 > $R/screen2.log 2>&1; echo "rc=$?"; grep "^\[" $R/screen2.log; cd $OUT && tar czf res.tgz res && rm -rf res
