@@ -60,7 +60,8 @@ PARAMS = (
               doc="how the cooperative schedule's two consumer warpgroups share the tile: m = one above the "
                   "other (CUTLASS's builder: 64-row WGMMAs, tile M a multiple of 128), n = side by side, each "
                   "on tile N / 2 columns and every row (tile M any multiple of 64 from 128: 192, 320, 448; "
-                  "each warpgroup re-reads the whole A tile); its epilogue stores 64 x tile N subtiles"),
+                  "each warpgroup re-reads the whole A tile; with C row-major tile N 128 or 256); its epilogue "
+                  "stores 64 x tile N subtiles"),
 )
 # The parameters the warpgroup split added (revision 2). A derived family whose template does not build the
 # split along N keeps them as they were before it (make_space(warpgroup_split=False)).

@@ -17,10 +17,10 @@ def test_family_and_blocks_match_the_space():
 
 def test_render_thousands_of_sampled_genomes():
     rng = random.Random(11)
+    genomes = [SPACE.sample(rng) for _ in range(2000)]
     start = time.monotonic()
     sources = set()
-    for _ in range(2000):
-        g = SPACE.sample(rng)
+    for g in genomes:
         kernel = render(g)
         p = SPACE.params_of(g)
         tile_m = f"Int<{p['tile_m']}>" if p["tile_m"] in (320, 448) else f"_{p['tile_m']}"   # CuTe names no _320
@@ -39,7 +39,7 @@ def test_render_thousands_of_sampled_genomes():
         assert len(kernel.knobs) == 5
         sources.add(kernel.source)
     assert len(sources) > 500  # runtime knobs do not change the source, compile params do
-    assert time.monotonic() - start < 60
+    assert time.monotonic() - start < 20   # rendering and the checks (one Jinja environment a family: ~1 s)
 
 
 def test_runtime_knobs_do_not_change_the_source():
