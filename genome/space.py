@@ -208,8 +208,9 @@ class SearchSpace:
     def _value_violations(self, params: Mapping[str, Any]) -> list[Violation]:
         out = []
         params = self.full(params)
+        known = {spec.name for spec in self.params}
         for name in params:
-            if name not in self.names:
+            if name not in known:
                 out.append(Violation("unknown-parameter", f"{self.family} has no parameter {name!r}; "
                                      f"parameters: {', '.join(self.names)}"))
         for spec in self.params:
@@ -335,7 +336,9 @@ class SearchSpace:
         parameter combinations normalise to is not drawn more often; repair as a last resort."""
         for _ in range(max_tries):
             params = {p.name: rng.choice(p.choices) if self._drawn(p) else p.choices[0] for p in self.params}
-            if not self._violations(params) and self._normalise(dict(params)) == self.canonical(params):
+            # every value is one of its choices: only the rules can fail (the first broken one is enough)
+            if not any(rule.check(params) for rule in self.rules) and \
+                    self._normalise(dict(params)) == self.canonical(params):
                 return Genome.make(self.family, self.canonical(params))
         return self.repair(Genome.make(self.family, params), rng)
 
