@@ -2,7 +2,8 @@
 
 from .genome import Genome, Patch
 from .problem import Problem
-from .space import SPACE_REVISION, InvalidGenome, ParamSpec, Rule, SearchSpace, ShapeRule, Violation
+from .param_spec import SPACE_REVISION, ParamSpec
+from .space import InvalidGenome, Rule, SearchSpace, ShapeRule, Violation
 from .operators import (FamilyJump, ModelMutate, Offspring, Operator, OperatorContext, OperatorError, ParamCrossover, ParamMutate, RandomSample,
                         apply_operator, classic_operators)
 from .registry import PluginError, Registry, check_params, class_with, describe_object, is_import_path, load_object
