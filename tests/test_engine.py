@@ -456,10 +456,17 @@ def test_a_round_that_would_overrun_the_shapes_wall_share_is_not_started(tmp_pat
         assert st.wall_seconds() <= st.allocation["wall_seconds"] + 0.6, (name, st.wall_seconds(), st.allocation)
 
 
+# The wall-budget tests below run on seconds of fake builds (BUILD_S) and wall budgets in proportion (x WALL):
+# at x1 (1.2 s builds, 3 s of wall) a busy 2-core CI machine's own overhead of a round ate the last shape's share
+# (a CI run ended 1024x1024x2048 at 0 evaluations); at x2 the same proportions hold and that overhead is halved.
+WALL = 2.0
+BUILD_S = 1.2 * WALL
+
+
 def build_wall_campaign(shapes, size, wall_seconds=3.0):
-    """`wall_seconds` of wall over `shapes`, one island of `size`, a runtime-knob arm (never a build) beside
+    """`wall_seconds` (x WALL) of wall over `shapes`, one island of `size`, a runtime-knob arm (never a build) beside
     param_mutate (whose children need builds): for the wall-budget rules on rounds that build."""
-    return small_config(shapes=shapes, budget={"evaluations_per_shape": 200, "wall_seconds": wall_seconds},
+    return small_config(shapes=shapes, budget={"evaluations_per_shape": 200, "wall_seconds": wall_seconds * WALL},
                         population={"size": size, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1,
                                     "handpicked": False},
                         operators=[{"name": "param_mutate", "arm": "runtime_mutate", "params": {"kinds": ["runtime"]},
@@ -501,7 +508,7 @@ def test_a_round_that_waits_on_builds_is_priced_as_one_and_no_shape_is_left_at_z
               "2048x1024x2048"]
     # 4.5 s: a slow or busy 2-core machine's own overhead (about 0.3 s a shape) must not eat the last shares
     data = build_wall_campaign(shapes, size=2, wall_seconds=4.5)
-    result, _ = run(tmp_path / "c", data, evaluator=BuildsNewKernels(1.2, seed=7, fail_rate=0.0))
+    result, _ = run(tmp_path / "c", data, evaluator=BuildsNewKernels(BUILD_S, seed=7, fail_rate=0.0))
     states = result.states
     # without the check the first shapes' build rounds (1.2 s each, shares of 0.75 s) spent the wall
     # and the last shapes ended at 0 evaluations
@@ -510,7 +517,7 @@ def test_a_round_that_waits_on_builds_is_priced_as_one_and_no_shape_is_left_at_z
     assert "the next round waits on nvcc" in log
     # a resume replays the record: it measures nothing and decides nothing again
     before = fingerprint(tmp_path / "c")
-    _, again = run(tmp_path / "c", data, evaluator=BuildsNewKernels(1.2, seed=7, fail_rate=0.0), mode="resume")
+    _, again = run(tmp_path / "c", data, evaluator=BuildsNewKernels(BUILD_S, seed=7, fail_rate=0.0), mode="resume")
     assert again.calls == [] and fingerprint(tmp_path / "c")["evaluated"] == before["evaluated"]
 
 
@@ -532,7 +539,7 @@ def test_a_first_round_that_would_overrun_on_builds_keeps_its_built_seeds(tmp_pa
     of 0.45 and 0.2 s) spend the campaign's wall and shapes 4 and 5 end at 0 evaluations."""
     shapes = ["1024x1024x1024", "2048x1024x1024", "1024x2048x1024", "2048x2048x1024", "1024x1024x2048"]
     data = build_wall_campaign(shapes, size=4)
-    result, _ = run(tmp_path / "c", data, evaluator=BuildsEveryNewKernel(1.2, seed=7, fail_rate=0.0))
+    result, _ = run(tmp_path / "c", data, evaluator=BuildsEveryNewKernel(BUILD_S, seed=7, fail_rate=0.0))
     states = result.states
     assert all(st.evaluations > 0 for st in states.values()), {n: st.evaluations for n, st in states.items()}
     assert "round 0: " in (tmp_path / "c" / "campaign.log").read_text()
@@ -546,7 +553,7 @@ def test_a_first_round_that_would_overrun_on_builds_keeps_its_built_seeds(tmp_pa
         assert sorted(g for (g,) in recorded) == sorted(cut["kept"]) and (cut["kept"] or cut["round"] > 0)
     # a resume applies the stored cut: it measures nothing and decides nothing again
     before = fingerprint(tmp_path / "c")
-    _, again = run(tmp_path / "c", data, evaluator=BuildsEveryNewKernel(1.2, seed=7, fail_rate=0.0), mode="resume")
+    _, again = run(tmp_path / "c", data, evaluator=BuildsEveryNewKernel(BUILD_S, seed=7, fail_rate=0.0), mode="resume")
     assert again.calls == [] and fingerprint(tmp_path / "c") == before
 
 
@@ -557,14 +564,14 @@ def test_a_shape_that_ended_at_an_empty_cut_goes_on_with_a_budget_grant(tmp_path
     from experiments.campaign_changes import extend_campaign
     shapes = ["1024x1024x1024", "2048x1024x1024", "1024x2048x1024", "2048x2048x1024", "1024x1024x2048"]
     data = build_wall_campaign(shapes, size=4)
-    run(tmp_path / "c", data, evaluator=BuildsEveryNewKernel(1.2, seed=7, fail_rate=0.0))
+    run(tmp_path / "c", data, evaluator=BuildsEveryNewKernel(BUILD_S, seed=7, fail_rate=0.0))
     cuts = [(problem, json.loads(d)) for problem, d in
             rows(tmp_path / "c", "SELECT problem, data FROM events WHERE kind='round_cut'")]
     ended = {problem for problem, cut in cuts if not cut["kept"]}
     assert ended, cuts
     before = dict(rows(tmp_path / "c", "SELECT problem, COUNT(*) FROM evaluations GROUP BY problem"))
-    extend_campaign(tmp_path / "c", wall_seconds=8.0)
-    run(tmp_path / "c", data, evaluator=BuildsEveryNewKernel(1.2, seed=7, fail_rate=0.0), mode="resume")
+    extend_campaign(tmp_path / "c", wall_seconds=8.0 * WALL)
+    run(tmp_path / "c", data, evaluator=BuildsEveryNewKernel(BUILD_S, seed=7, fail_rate=0.0), mode="resume")
     after = dict(rows(tmp_path / "c", "SELECT problem, COUNT(*) FROM evaluations GROUP BY problem"))
     assert all(after[p] > before[p] for p in ended), (ended, before, after)
 
@@ -595,12 +602,12 @@ def test_before_any_round_built_the_kernel_caches_build_times_price_one(tmp_path
     shapes = ["1024x1024x1024", "2048x1024x1024", "1024x2048x1024", "2048x2048x1024", "1024x1024x2048"]
     data = build_wall_campaign(shapes, size=4)
     waits = {}
-    for prior in (None, 1.2):
-        ev = KnowsBuildTimes(1.2, prior, seed=7, fail_rate=0.0)
+    for prior in (None, BUILD_S):
+        ev = KnowsBuildTimes(BUILD_S, prior, seed=7, fail_rate=0.0)
         result, _ = run(tmp_path / f"c{prior}", data, evaluator=ev)
         waits[prior] = ev.waits
         assert all(st.evaluations > 0 for st in result.states.values())
-    assert shapes[0] in waits[None] and shapes[0] not in waits[1.2], waits
+    assert shapes[0] in waits[None] and shapes[0] not in waits[BUILD_S], waits
 
 
 def test_round_estimate_is_the_median_of_recent_rounds():
@@ -842,7 +849,7 @@ def test_pulls_that_will_never_be_told_are_not_counted_as_ucb_pulls_in_flight(tm
     shapes = ["1024x1024x1024", "2048x1024x1024", "1024x2048x1024", "2048x2048x1024", "1024x1024x2048"]
     data = build_wall_campaign(shapes, size=4)
     data["selection"] = {"policy": "ucb"}
-    run(tmp_path / "c", data, evaluator=BuildsEveryNewKernel(1.2, seed=7, fail_rate=0.0))
+    run(tmp_path / "c", data, evaluator=BuildsEveryNewKernel(BUILD_S, seed=7, fail_rate=0.0))
     cuts = [json.loads(d) for _, d in rows(tmp_path / "c", "SELECT problem, data FROM events WHERE kind='round_cut'")]
     assert any(cut["left_out"] and cut["kept"] for cut in cuts), cuts  # the shape went on after a cut
     round_size = data["population"]["offspring"] * data["population"]["islands"]
