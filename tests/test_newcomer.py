@@ -315,11 +315,11 @@ def test_extend_a_finished_campaign(tmp_path):
         assert [s["allocation"] for s in campaign_status(db)["shapes"]] == [15, 15]
 
 
-def _slow_config(shapes: list, **budget) -> dict:
-    """A campaign on the simulator that sleeps 0.12 s a genome: a first round of 6 overruns a wall share."""
+def _slow_config(shapes: list, delay: float = 0.12, **budget) -> dict:
+    """A campaign on the simulator that sleeps `delay` s a genome: a first round of 6 overruns a wall share."""
     data = small_config(budget=budget, shapes=shapes,
                         population={"size": 6, "islands": 1, "offspring": 4, "elite": 1, "migration_size": 1})
-    data["evaluator"] = {"backend": "engine_helpers:SlowSimulator", "options": {"delay": 0.12}}
+    data["evaluator"] = {"backend": "engine_helpers:SlowSimulator", "options": {"delay": delay}}
     return data
 
 
@@ -330,9 +330,10 @@ def test_extend_with_evaluations_and_wall_gives_the_wall_to_the_shapes_that_go_o
     from engine_helpers import fingerprint
     shapes = ["512x512x512", "1024x1024x1024"]
     folder = tmp_path / "c"
-    # 1.3 s: the first shape's 6 genomes (0.72 s asleep, plus this machine's overhead) overrun its share and
-    # still leave the second shape some wall (at 1.0 s a busy 2-core machine left it none)
-    create_campaign(parse_campaign(_slow_config(shapes, evaluations_per_shape=6, wall_seconds=1.3),
+    # 2.6 s: the first shape's 6 genomes (1.44 s asleep, plus this machine's overhead) overrun its share and
+    # still leave the second shape some wall (0.12 s a genome and 1.3 s of wall left it none on a 2-core machine
+    # under load: the margin for that overhead is now 1.16 s, not 0.58)
+    create_campaign(parse_campaign(_slow_config(shapes, delay=0.24, evaluations_per_shape=6, wall_seconds=2.6),
                                    base_dir=tmp_path), folder)
     run_campaign(folder, progress=Silent(), plots=False)
     rows = _db(folder).execute("SELECT reason, wall_seconds, json_extract(allocation, '$.wall_seconds') "
