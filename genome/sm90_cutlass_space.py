@@ -63,9 +63,6 @@ PARAMS = (
                   "each warpgroup re-reads the whole A tile; with C row-major tile N 128 or 256); its epilogue "
                   "stores 64 x tile N subtiles"),
 )
-# The parameters the warpgroup split added (revision 2). A derived family whose template does not build the
-# split along N keeps them as they were before it (make_space(warpgroup_split=False)).
-WG_SPLIT_PARAMS = ("tile_m", "wg_split")
 # a derived family whose kernels were never built with an explicit epilogue subtile pins it (`derived_params`)
 AUTO_EPILOGUE_TILE = {"epilogue_tile": ("auto",)}
 
@@ -412,9 +409,8 @@ def derived_params(params: "tuple[ParamSpec, ...]", fixed: "Mapping[str, tuple]"
 def make_space(warpgroup_split: bool = True) -> SearchSpace:
     """The family's space; with `warpgroup_split` False (a derived family whose template does not build the
     split along N) wg_split is pinned to m and tile M has the choices it had before."""
-    params = PARAMS if warpgroup_split else tuple(
-        replace(p.as_of(1), doc=p.doc + " (fixed in this family)") if p.name == "wg_split" else p.as_of(1)
-        if p.name in WG_SPLIT_PARAMS else p for p in PARAMS)
+    params = PARAMS if warpgroup_split else derived_params(
+        tuple(p.as_of(1) if p.name == "tile_m" else p for p in PARAMS), fixed={"wg_split": ("m",)})
     return SearchSpace(
         family=FAMILY,
         params=params,

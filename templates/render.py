@@ -106,7 +106,7 @@ def block_params(family: str, block: str, families: "FamilyRegistry | None" = No
 @lru_cache(maxsize=512)  # a pure function of the template files; parsing them is the slow part
 def _block_params(folders: tuple[str, ...], template_file: str, block: str) -> frozenset[str]:
     from jinja2 import nodes
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(list(folders)))
+    env = _environment_for(folders)
     names: set[str] = set()
     for template in _chain(env, template_file):
         source, _, _ = env.loader.get_source(env, template.name)
