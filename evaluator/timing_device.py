@@ -2,14 +2,17 @@
 back to back in a CUDA graph rotating over input sets (>= 3x L2 in total), all graphs are warmed
 up round robin, then timed in interleaved rounds in a shuffled order (each candidate right after a
 replay of the run's reference, when it names one), back to back; one more, untimed replay of each
-graph then re-checks its output. The figure is the median time per launch over the rounds, with
-min/max, and the samples of every round in order: two candidates' samples of one round were taken
-within one round of each other, so their ratios pair out clock and power drift (evaluator/paired.py).
+graph then re-checks its output. A call's first launch depends fully on the previous call (a
+programmatic dependent launch's edge is made full, worker_cuda.full_dependencies): no call overlaps
+the previous one. The figure is the median time per launch over the rounds, with min/max, and the
+samples of every round in order: two candidates' samples of one round were taken within one round
+of each other, so their ratios pair out clock and power drift (evaluator/paired.py).
 """
 
 from __future__ import annotations
 
 import random
+import sys
 import time
 from typing import TYPE_CHECKING
 
@@ -54,7 +57,12 @@ def capture_graphs(w: "Worker", live: "list[Candidate]", sets: "list[InputSet]",
             est_ms = min(w.cuda.timed_once_ms(lambda: cand.enqueue(sets[0])) for _ in range(3))
             launches = launches_per_replay(est_ms, n_sets, cfg["target_replay_ms"], int(cfg["max_launches"]))
             cand.launches = launches
-            cand.graph, cand.exe = w.cuda.capture(lambda: [cand.enqueue(sets[i % n_sets]) for i in range(launches)])
+            made_full = w.cuda.edges_made_full
+            cand.graph, cand.exe = w.cuda.capture(lambda i: cand.enqueue(sets[i % n_sets]), launches)
+            if w.cuda.edges_made_full > made_full:  # a dependent launch: timed as after any other kernel
+                cand.result["full_edges"] = w.cuda.edges_made_full - made_full
+                print(f"evogemm worker: {cand.id}: {cand.result['full_edges']} programmatic edges of its graph "
+                      "made full dependencies", file=sys.stderr)
         except KernelFault:
             raise
         except Exception as exc:

@@ -127,7 +127,7 @@ def _gate_algorithm(w: "Worker", cand: Candidate, idx: int, check: InputSet, ref
 
 def _replay_times(w: "Worker", cand: Candidate, sets: "list[InputSet]", launches: int, iters: int) -> "list[float]":
     """ms per launch of `iters` replays (after one untimed) of a graph rotating over the sets."""
-    graph, exe = w.cuda.capture(lambda: [cand.enqueue(sets[i % len(sets)]) for i in range(launches)])
+    graph, exe = w.cuda.capture(lambda i: cand.enqueue(sets[i % len(sets)]), launches)
     try:
         w.cuda.replay_ms(exe)
         return [w.cuda.replay_ms(exe) / launches for _ in range(iters)]

@@ -37,12 +37,42 @@ def _sticky(err) -> bool:
                                    "LaunchTimeout", "Unknown"))
 
 
+def full_dependencies(rt, graph, tails: "set[int]") -> int:
+    """Turn every programmatic edge of `graph` that leaves a node of `tails` into a full dependency and return
+    how many there were.
+
+    A kernel launched as a programmatic dependent launch (cudaLaunchAttributeProgrammaticStreamSerialization)
+    is captured with such an edge to the launch before it: it may start while that launch's last CTAs still
+    run. Back to back in a timing graph, the launch before a call's first kernel is the last kernel of the
+    same candidate's previous call, so its device time would include an overlap with itself that no foreign
+    kernel before it gives (measured on the H200: CUTLASS kernels launched so were 6% faster back to back over
+    17 public shapes, and up to 0.2 us slower after a cuBLAS GEMM or an elementwise op; docs/results/h200-gemm-pdl).
+    `tails` are the last nodes of every call: edges from them become full, so each call starts after the
+    previous one has completed, as after any other kernel. The edges inside one call (a GEMM and its own
+    reduction launched as a dependent launch, in our split-K kernels and in cuBLAS's) stay as they are."""
+    default = rt.cudaGraphDependencyType.cudaGraphDependencyTypeDefault
+    port = rt.cudaGraphKernelNodePortDefault
+    _, _, _, count = _ok(rt.cudaGraphGetEdges(graph), "cudaGraphGetEdges")
+    if not count:
+        return 0
+    frm, to, data, count = _ok(rt.cudaGraphGetEdges(graph, count), "cudaGraphGetEdges")
+    partial = [i for i in range(count)
+               if int(frm[i]) in tails and (data[i].type != default or data[i].from_port != port)]
+    if partial:
+        edges = ([frm[i] for i in partial], [to[i] for i in partial])
+        _ok(rt.cudaGraphRemoveDependencies(graph, *edges, [data[i] for i in partial], len(partial)),
+            "cudaGraphRemoveDependencies")
+        _ok(rt.cudaGraphAddDependencies(graph, *edges, None, len(partial)), "cudaGraphAddDependencies")
+    return len(partial)
+
+
 class Cuda:
     """Streams, events and graphs through cuda-python's runtime bindings."""
 
     def __init__(self) -> None:
         rt = _rt()
         self.rt = rt
+        self.edges_made_full = 0  # programmatic edges the captures turned into full ones (full_dependencies)
         self.stream = _ok(rt.cudaStreamCreateWithFlags(rt.cudaStreamNonBlocking), "cudaStreamCreate")
         self.start = _ok(rt.cudaEventCreate(), "cudaEventCreate")
         self.end = _ok(rt.cudaEventCreate(), "cudaEventCreate")
@@ -56,22 +86,28 @@ class Cuda:
         _ok(self.rt.cudaStreamSynchronize(self.stream), what)
         _ok(self.rt.cudaGetLastError(), what + " (last error)")
 
-    def capture(self, enqueue: Callable[[], None]):
-        """Capture everything `enqueue` puts on the stream into an instantiated graph. On failure
-        the capture is ended and a graph already made is destroyed before the error propagates."""
+    def capture(self, call: Callable[[int], None], calls: int):
+        """Capture `calls` calls (call(0), call(1), ...) on the stream into an instantiated graph in which
+        every call starts after the previous one has completed (full_dependencies). On failure the capture
+        is ended and a graph already made is destroyed before the error propagates."""
         rt = self.rt
         _ok(rt.cudaStreamBeginCapture(self.stream, rt.cudaStreamCaptureMode.cudaStreamCaptureModeRelaxed),
             "cudaStreamBeginCapture")
+        tails: set[int] = set()
         try:
-            enqueue()
+            for i in range(calls):
+                call(i)
+                _, _, _, deps, _, n = _ok(rt.cudaStreamGetCaptureInfo(self.stream), "cudaStreamGetCaptureInfo")
+                tails.update(int(node) for node in deps[:n])  # the nodes the next call will depend on
         except BaseException:
-            # always end the capture; an error ending it replaces enqueue's error (a sticky one
+            # always end the capture; an error ending it replaces call's error (a sticky one
             # must become a KernelFault)
             graph = _ok(rt.cudaStreamEndCapture(self.stream), "cudaStreamEndCapture")
             rt.cudaGraphDestroy(graph)
             raise
         graph = _ok(rt.cudaStreamEndCapture(self.stream), "cudaStreamEndCapture")
         try:
+            self.edges_made_full += full_dependencies(rt, graph, tails)
             exe = _ok(rt.cudaGraphInstantiate(graph, 0), "cudaGraphInstantiate")
         except BaseException:
             rt.cudaGraphDestroy(graph)

@@ -130,7 +130,8 @@ def render_markdown(results: Sequence[ShapeResult], meta: dict) -> str:
              *([f"- PARTIAL: written after {meta['partial']}; the bench had not finished"] if meta.get("partial") else []),
              *([f"- WARNING: timing below MEASURE.md's protocol ({', '.join(meta['below_protocol'])}); "
                 "indicative only"] if meta.get("below_protocol") else []), "",
-             "Device time in microseconds (CUDA-graph replay, rotated inputs, median of repeats; spread = "
+             "Device time in microseconds (CUDA-graph replay, rotated inputs, each call after the previous one "
+             "has completed, median of repeats; spread = "
              "(max-min)/median). Speedup = baseline time / best kernel time. TB/s = bytes of A, W and C moved "
              f"once / time; % roofline = max(2MNK / {meta['peak_tflops']:g} TFLOP/s, bytes / "
              f"{meta['hbm_tbps']:g} TB/s, the {meta['hbm_source']}) / time. Paired = the median over the "

@@ -18,11 +18,13 @@ from templates import family_registry  # noqa: E402
 
 
 def gpu_test_genomes() -> list[Genome]:
-    """The union of the kernels test_gpu.py, test_gpu_families.py, test_gpu_abi_host_path.py and
-    test_gpu_export.py build (planted kernels and the short campaigns' seeds included), each once."""
+    """The union of the kernels test_gpu.py, test_gpu_families.py, test_gpu_abi_host_path.py,
+    test_gpu_dependent_launch.py and test_gpu_export.py build (planted kernels and the short campaigns'
+    seeds included), each once."""
     import planted
     import test_gpu
     import test_gpu_abi_host_path
+    import test_gpu_dependent_launch
     import test_gpu_families
     fams = family_registry()
     out: dict[str, Genome] = {}
@@ -35,7 +37,8 @@ def gpu_test_genomes() -> list[Genome]:
         out[g.id] = g
     splitk, problem = fams.resolve("sm90_splitk"), Problem.parse("64x64x4096")  # test_gpu_export's campaign
     out.update((g.id, g) for _, g in splitk.seeds() if splitk.space.is_valid(g, problem))
-    for g in (planted.base_genome(), planted.planted("oob"), planted.planted("hang"), planted.fp16_accumulating()):
+    for g in (planted.base_genome(), planted.planted("oob"), planted.planted("hang"), planted.fp16_accumulating(),
+              planted.skinny_base(), planted.dependent_launch(), test_gpu_dependent_launch.splitk_pdl()):
         out[g.id] = g
     for g in test_gpu_families.subtile_genomes():
         auto = fams.resolve(g.family).space.validate(g.with_params(epilogue_tile="auto"))

@@ -47,3 +47,27 @@ def fp16_accumulating() -> Genome:
     assert line in types
     return g.with_patch(Patch("types", types.replace(line, "using ElementAccumulator = cutlass::half_t;", 1),
                               note="planted: fp16 accumulation"))
+
+
+SKINNY = dict(cluster_k=1, prefetch=1, s_tile=8, unroll=1, warp_rows=16, warps_k=4, warps_r=1)
+
+
+def skinny_base() -> Genome:
+    """A skinny_mma kernel that serves tiny shapes (the public record's at 128^3)."""
+    return get_space("skinny_mma").validate(Genome.make("skinny_mma", SKINNY))
+
+
+def dependent_launch() -> Genome:
+    """skinny_base with its launch block made a programmatic dependent launch and nothing in the kernel
+    waiting (what a patch after the overlap alone would write). Back to back in a timing graph each call
+    would overlap its own previous one (24% faster at 128^3 on the H200); the worker's graphs must time it
+    as after any other kernel (evaluator/worker_cuda.full_dependencies)."""
+    g = skinny_base()
+    launch = block_source(g, "launch")
+    for old, new in (("cudaLaunchAttribute attr[1];", "cudaLaunchAttribute attr[2];"),
+                     ("cfg.numAttrs = 1;", "cfg.numAttrs = 2;\n"
+                      "  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;\n"
+                      "  attr[1].val.programmaticStreamSerializationAllowed = 1;")):
+        assert launch.count(old) == 1, old
+        launch = launch.replace(old, new)
+    return g.with_patch(Patch("launch", launch, note="planted: programmatic dependent launch"))
