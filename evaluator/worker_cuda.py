@@ -66,6 +66,13 @@ def full_dependencies(rt, graph, tails: "set[int]") -> int:
     return len(partial)
 
 
+def capture_tails(rt, stream) -> "set[int]":
+    """The nodes the next launch on a capturing `stream` will depend on: after a call, that call's last
+    node(s), the `tails` of full_dependencies."""
+    _, _, _, deps, _, n = _ok(rt.cudaStreamGetCaptureInfo(stream), "cudaStreamGetCaptureInfo")
+    return {int(node) for node in deps[:n]}
+
+
 class Cuda:
     """Streams, events and graphs through cuda-python's runtime bindings."""
 
@@ -97,8 +104,7 @@ class Cuda:
         try:
             for i in range(calls):
                 call(i)
-                _, _, _, deps, _, n = _ok(rt.cudaStreamGetCaptureInfo(self.stream), "cudaStreamGetCaptureInfo")
-                tails.update(int(node) for node in deps[:n])  # the nodes the next call will depend on
+                tails |= capture_tails(rt, self.stream)
         except BaseException:
             # always end the capture; an error ending it replaces call's error (a sticky one
             # must become a KernelFault)

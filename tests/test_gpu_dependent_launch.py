@@ -95,3 +95,27 @@ def test_a_dependent_launch_gains_nothing_over_its_twin_in_the_device_timing(tmp
     assert planted.time_us >= 0.95 * base.time_us
     log = "".join(p.read_text() for p in tmp_path.glob("gpu*-worker.log"))
     assert "programmatic edges of its graph made full" in log, log[-2000:]
+
+
+def test_the_package_bench_graphs_make_the_same_edges_full(builds):
+    """experiments/bench_package.py (`evogemm bench` on an exported package) captures through torch's graphs:
+    the same edges become full there, and cuBLAS's edges inside a call (64x64x4096: two kernels a call) stay."""
+    import torch
+    from evaluator.kernel_abi import EvoKernel
+    from experiments.bench_package import _capture, _time_graph
+    m, n, k = 64, 64, 4096
+    sets = [(torch.randn(m, k, device="cuda", dtype=torch.half), torch.randn(n, k, device="cuda", dtype=torch.half))
+            for _ in range(CALLS)]
+    kernel = EvoKernel(builds["planted"].library, builds["planted"].knobs)
+
+    def planted_op(a, w):
+        c = torch.empty(m, n, device="cuda", dtype=torch.half)
+        assert kernel.run(m, n, k, a.data_ptr(), w.data_ptr(), c.data_ptr(), 0, 0,
+                          torch.cuda.current_stream().cuda_stream) == 0
+        return c
+
+    (g_op, full_op) = _capture(torch, planted_op, sets)
+    (g_ref, full_ref) = _capture(torch, lambda a, w: a @ w.t(), sets)
+    print("made full: planted", full_op, "torch.matmul", full_ref)
+    assert full_op == CALLS - 1 and full_ref == 0
+    assert _time_graph(torch, g_op, CALLS, 2) > 0 and _time_graph(torch, g_ref, CALLS, 2) > 0

@@ -173,3 +173,16 @@ def test_patch_linear(pkg):
     assert got.shape == (m, n) and other.shape == (3, n)
     assert _rel(torch, got, expected) < 2e-3
     assert torch.nn.functional.linear is pkg._op._PATCH.original or pkg._op._PATCH.original is None
+
+
+def test_the_package_bench_times_the_op_against_matmul(package_dir, tmp_path):
+    """`evogemm bench --kernels PKG`: device time from torch graphs whose calls each start after the previous
+    one has completed (none of these kernels launches across calls: no edge changed), call and host times."""
+    import json
+    run = _evogemm("bench", "--kernels", str(package_dir), "--out", str(tmp_path / "bench"))
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    rows = json.loads((tmp_path / "bench" / "bench-package.json").read_text())["shapes"]
+    print(json.dumps(rows, indent=1))
+    assert rows and all(r["rel_error"] < 1e-3 and r["device_us"] > 0 and r["torch_device_us"] > 0 for r in rows)
+    assert all(r["full_edges"] == 0 and r["torch_full_edges"] == 0 for r in rows)
+    assert "each call after the previous one has completed" in (tmp_path / "bench" / "bench-package.md").read_text()
