@@ -37,6 +37,12 @@ def _sticky(err) -> bool:
                                    "LaunchTimeout", "Unknown"))
 
 
+def _with_edge_data(rt, name: str, suffix: str):
+    """The runtime call `name` in the form that takes or returns edge data: CUDA 13's bindings have it under
+    its own name, CUDA 12's as `name + suffix` (cudaGraphGetEdges_v2, cudaStreamGetCaptureInfo_v3)."""
+    return getattr(rt, name + suffix, None) or getattr(rt, name)
+
+
 def full_dependencies(rt, graph, tails: "set[int]") -> int:
     """Turn every programmatic edge of `graph` that leaves a node of `tails` into a full dependency and return
     how many there were.
@@ -52,24 +58,27 @@ def full_dependencies(rt, graph, tails: "set[int]") -> int:
     reduction launched as a dependent launch, in our split-K kernels and in cuBLAS's) stay as they are."""
     default = rt.cudaGraphDependencyType.cudaGraphDependencyTypeDefault
     port = rt.cudaGraphKernelNodePortDefault
-    _, _, _, count = _ok(rt.cudaGraphGetEdges(graph), "cudaGraphGetEdges")
+    get_edges = _with_edge_data(rt, "cudaGraphGetEdges", "_v2")
+    _, _, _, count = _ok(get_edges(graph), "cudaGraphGetEdges")
     if not count:
         return 0
-    frm, to, data, count = _ok(rt.cudaGraphGetEdges(graph, count), "cudaGraphGetEdges")
+    frm, to, data, count = _ok(get_edges(graph, count), "cudaGraphGetEdges")
     partial = [i for i in range(count)
                if int(frm[i]) in tails and (data[i].type != default or data[i].from_port != port)]
     if partial:
         edges = ([frm[i] for i in partial], [to[i] for i in partial])
-        _ok(rt.cudaGraphRemoveDependencies(graph, *edges, [data[i] for i in partial], len(partial)),
-            "cudaGraphRemoveDependencies")
-        _ok(rt.cudaGraphAddDependencies(graph, *edges, None, len(partial)), "cudaGraphAddDependencies")
+        remove = _with_edge_data(rt, "cudaGraphRemoveDependencies", "_v2")
+        _ok(remove(graph, *edges, [data[i] for i in partial], len(partial)), "cudaGraphRemoveDependencies")
+        add = _with_edge_data(rt, "cudaGraphAddDependencies", "_v2")
+        _ok(add(graph, *edges, None, len(partial)), "cudaGraphAddDependencies")
     return len(partial)
 
 
 def capture_tails(rt, stream) -> "set[int]":
     """The nodes the next launch on a capturing `stream` will depend on: after a call, that call's last
     node(s), the `tails` of full_dependencies."""
-    _, _, _, deps, _, n = _ok(rt.cudaStreamGetCaptureInfo(stream), "cudaStreamGetCaptureInfo")
+    info = _with_edge_data(rt, "cudaStreamGetCaptureInfo", "_v3")
+    _, _, _, deps, _, n = _ok(info(stream), "cudaStreamGetCaptureInfo")
     return {int(node) for node in deps[:n]}
 
 

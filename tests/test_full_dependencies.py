@@ -58,3 +58,30 @@ def test_an_edge_with_a_programmatic_port_alone_counts_and_no_edges_is_no_call(m
     assert full_dependencies(rt, graph=None, tails={1}) == 1 and rt.added == [(1, 2)]
     empty = FakeRuntime([])
     assert full_dependencies(empty, graph=None, tails={1}) == 0 and not empty.removed and not empty.added
+
+
+class FakeRuntime12(FakeRuntime):
+    """CUDA 12's bindings: the calls with edge data carry a suffix; the plain ones would lose it."""
+
+    def __getattribute__(self, name):
+        if name in ("cudaGraphGetEdges", "cudaGraphRemoveDependencies", "cudaGraphAddDependencies"):
+            raise AssertionError(f"{name} without edge data called")
+        return object.__getattribute__(self, {"cudaGraphGetEdges_v2": "cudaGraphGetEdges12",
+                                              "cudaGraphRemoveDependencies_v2": "cudaGraphRemoveDependencies12",
+                                              "cudaGraphAddDependencies_v2": "cudaGraphAddDependencies12"}.get(name, name))
+
+    def cudaGraphGetEdges12(self, graph, n=0):
+        return FakeRuntime.cudaGraphGetEdges(self, graph, n)
+
+    def cudaGraphRemoveDependencies12(self, graph, frm, to, data, n):
+        return FakeRuntime.cudaGraphRemoveDependencies(self, graph, frm, to, data, n)
+
+    def cudaGraphAddDependencies12(self, graph, frm, to, data, n):
+        return FakeRuntime.cudaGraphAddDependencies(self, graph, frm, to, data, n)
+
+
+def test_cuda_12_bindings_use_the_calls_with_edge_data(monkeypatch):
+    import evaluator.worker_cuda as wc
+    monkeypatch.setattr(wc, "_ok", lambda result, what: result[1:] if len(result) > 2 else None)
+    rt = FakeRuntime12([(1, 2, PROGRAMMATIC, PORT_PROGRAMMATIC), (2, 3, PROGRAMMATIC, PORT_PROGRAMMATIC)])
+    assert full_dependencies(rt, graph=None, tails={2}) == 1 and rt.added == [(2, 3)]

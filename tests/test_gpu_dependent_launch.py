@@ -37,9 +37,10 @@ def builds():
 
 
 def _edges(rt, graph) -> list:
-    from evaluator.worker_cuda import _ok
-    _, _, _, count = _ok(rt.cudaGraphGetEdges(graph), "cudaGraphGetEdges")
-    _, _, data, count = _ok(rt.cudaGraphGetEdges(graph, count), "cudaGraphGetEdges")
+    from evaluator.worker_cuda import _ok, _with_edge_data
+    get_edges = _with_edge_data(rt, "cudaGraphGetEdges", "_v2")
+    _, _, _, count = _ok(get_edges(graph), "cudaGraphGetEdges")
+    _, _, data, count = _ok(get_edges(graph, count), "cudaGraphGetEdges")
     return [(int(d.type), int(d.from_port)) for d in data[:count]]
 
 
