@@ -55,7 +55,11 @@ def _capture(torch, fn: Callable[[Any, Any], Any], sets) -> "tuple[Any, int]":
             fn(a, w)
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph(keep_graph=True)  # instantiated below, after its edges are set
+    try:
+        graph = torch.cuda.CUDAGraph(keep_graph=True)  # instantiated below, after its edges are set
+    except TypeError as exc:  # torch before keep_graph (2.8): the graph cannot be edited before it is instantiated
+        raise RuntimeError(f"the package bench needs torch >= 2.8 (CUDAGraph keep_graph); this is "
+                           f"{torch.__version__}") from exc
     tails: set[int] = set()
     with torch.cuda.graph(graph):
         for a, w in sets:
