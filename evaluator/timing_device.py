@@ -57,12 +57,12 @@ def capture_graphs(w: "Worker", live: "list[Candidate]", sets: "list[InputSet]",
             est_ms = min(w.cuda.timed_once_ms(lambda: cand.enqueue(sets[0])) for _ in range(3))
             launches = launches_per_replay(est_ms, n_sets, cfg["target_replay_ms"], int(cfg["max_launches"]))
             cand.launches = launches
-            made_full = w.cuda.edges_made_full
+            before = w.cuda.edges_made_full
             cand.graph, cand.exe = w.cuda.capture(lambda i: cand.enqueue(sets[i % n_sets]), launches)
-            if w.cuda.edges_made_full > made_full:  # a dependent launch: timed as after any other kernel
-                cand.result["full_edges"] = w.cuda.edges_made_full - made_full
-                print(f"evogemm worker: {cand.id}: {cand.result['full_edges']} programmatic edges of its graph "
-                      "made full dependencies", file=sys.stderr)
+            made_full = w.cuda.edges_made_full - before
+            if made_full:  # a dependent launch: timed as after any other kernel
+                print(f"evogemm worker: {cand.id}: {made_full} programmatic edges of its graph made full "
+                      "dependencies", file=sys.stderr)
         except KernelFault:
             raise
         except Exception as exc:

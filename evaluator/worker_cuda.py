@@ -43,6 +43,16 @@ def _with_edge_data(rt, name: str, suffix: str):
     return getattr(rt, name + suffix, None) or getattr(rt, name)
 
 
+def graph_edges(rt, graph) -> "tuple[list, list, list]":
+    """Every edge of `graph`: its from-nodes, to-nodes and edge data, index by index."""
+    get_edges = _with_edge_data(rt, "cudaGraphGetEdges", "_v2")
+    _, _, _, count = _ok(get_edges(graph), "cudaGraphGetEdges")
+    if not count:
+        return [], [], []
+    frm, to, data, count = _ok(get_edges(graph, count), "cudaGraphGetEdges")
+    return list(frm[:count]), list(to[:count]), list(data[:count])
+
+
 def full_dependencies(rt, graph, tails: "set[int]") -> int:
     """Turn every programmatic edge of `graph` that leaves a node of `tails` into a full dependency and return
     how many there were.
@@ -58,12 +68,8 @@ def full_dependencies(rt, graph, tails: "set[int]") -> int:
     reduction launched as a dependent launch, in our split-K kernels and in cuBLAS's) stay as they are."""
     default = rt.cudaGraphDependencyType.cudaGraphDependencyTypeDefault
     port = rt.cudaGraphKernelNodePortDefault
-    get_edges = _with_edge_data(rt, "cudaGraphGetEdges", "_v2")
-    _, _, _, count = _ok(get_edges(graph), "cudaGraphGetEdges")
-    if not count:
-        return 0
-    frm, to, data, count = _ok(get_edges(graph, count), "cudaGraphGetEdges")
-    partial = [i for i in range(count)
+    frm, to, data = graph_edges(rt, graph)
+    partial = [i for i in range(len(frm))
                if int(frm[i]) in tails and (data[i].type != default or data[i].from_port != port)]
     if partial:
         edges = ([frm[i] for i in partial], [to[i] for i in partial])
@@ -74,12 +80,16 @@ def full_dependencies(rt, graph, tails: "set[int]") -> int:
     return len(partial)
 
 
-def capture_tails(rt, stream) -> "set[int]":
-    """The nodes the next launch on a capturing `stream` will depend on: after a call, that call's last
-    node(s), the `tails` of full_dependencies."""
+def capture_calls(rt, stream, call: Callable[[int], None], calls: int) -> "set[int]":
+    """Run call(0) .. call(calls - 1) on the capturing `stream` and return every call's last node(s) (the nodes
+    the next launch would depend on): the `tails` of full_dependencies."""
     info = _with_edge_data(rt, "cudaStreamGetCaptureInfo", "_v3")
-    _, _, _, deps, _, n = _ok(info(stream), "cudaStreamGetCaptureInfo")
-    return {int(node) for node in deps[:n]}
+    tails: set[int] = set()
+    for i in range(calls):
+        call(i)
+        _, _, _, deps, _, n = _ok(info(stream), "cudaStreamGetCaptureInfo")
+        tails.update(int(node) for node in deps[:n])
+    return tails
 
 
 class Cuda:
@@ -109,11 +119,8 @@ class Cuda:
         rt = self.rt
         _ok(rt.cudaStreamBeginCapture(self.stream, rt.cudaStreamCaptureMode.cudaStreamCaptureModeRelaxed),
             "cudaStreamBeginCapture")
-        tails: set[int] = set()
         try:
-            for i in range(calls):
-                call(i)
-                tails |= capture_tails(rt, self.stream)
+            tails = capture_calls(rt, self.stream, call, calls)
         except BaseException:
             # always end the capture; an error ending it replaces call's error (a sticky one
             # must become a KernelFault)

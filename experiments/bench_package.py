@@ -47,7 +47,7 @@ def _capture(torch, fn: Callable[[Any, Any], Any], sets) -> "tuple[Any, int]":
     the GPU worker times kernels: a programmatic dependent launch would otherwise overlap its own previous
     call; evaluator/worker_cuda.full_dependencies), and how many edges between calls that changed."""
     from cuda.bindings import runtime as rt
-    from evaluator.worker_cuda import capture_tails, full_dependencies
+    from evaluator.worker_cuda import capture_calls, full_dependencies
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -60,11 +60,8 @@ def _capture(torch, fn: Callable[[Any, Any], Any], sets) -> "tuple[Any, int]":
     except TypeError as exc:  # torch before keep_graph (2.8): the graph cannot be edited before it is instantiated
         raise RuntimeError(f"the package bench needs torch >= 2.8 (CUDAGraph keep_graph); this is "
                            f"{torch.__version__}") from exc
-    tails: set[int] = set()
     with torch.cuda.graph(graph):
-        for a, w in sets:
-            fn(a, w)
-            tails |= capture_tails(rt, torch.cuda.current_stream().cuda_stream)
+        tails = capture_calls(rt, torch.cuda.current_stream().cuda_stream, lambda i: fn(*sets[i]), len(sets))
     made_full = full_dependencies(rt, rt.cudaGraph_t(graph.raw_cuda_graph()), tails)
     graph.instantiate()
     return graph, made_full

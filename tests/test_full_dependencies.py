@@ -63,21 +63,14 @@ def test_an_edge_with_a_programmatic_port_alone_counts_and_no_edges_is_no_call(m
 class FakeRuntime12(FakeRuntime):
     """CUDA 12's bindings: the calls with edge data carry a suffix; the plain ones would lose it."""
 
-    def __getattribute__(self, name):
-        if name in ("cudaGraphGetEdges", "cudaGraphRemoveDependencies", "cudaGraphAddDependencies"):
-            raise AssertionError(f"{name} without edge data called")
-        return object.__getattribute__(self, {"cudaGraphGetEdges_v2": "cudaGraphGetEdges12",
-                                              "cudaGraphRemoveDependencies_v2": "cudaGraphRemoveDependencies12",
-                                              "cudaGraphAddDependencies_v2": "cudaGraphAddDependencies12"}.get(name, name))
+    cudaGraphGetEdges_v2 = FakeRuntime.cudaGraphGetEdges
+    cudaGraphRemoveDependencies_v2 = FakeRuntime.cudaGraphRemoveDependencies
+    cudaGraphAddDependencies_v2 = FakeRuntime.cudaGraphAddDependencies
 
-    def cudaGraphGetEdges12(self, graph, n=0):
-        return FakeRuntime.cudaGraphGetEdges(self, graph, n)
+    def _without_edge_data(self, *args):
+        raise AssertionError("a graph call without edge data was made")
 
-    def cudaGraphRemoveDependencies12(self, graph, frm, to, data, n):
-        return FakeRuntime.cudaGraphRemoveDependencies(self, graph, frm, to, data, n)
-
-    def cudaGraphAddDependencies12(self, graph, frm, to, data, n):
-        return FakeRuntime.cudaGraphAddDependencies(self, graph, frm, to, data, n)
+    cudaGraphGetEdges = cudaGraphRemoveDependencies = cudaGraphAddDependencies = _without_edge_data
 
 
 def test_cuda_12_bindings_use_the_calls_with_edge_data(monkeypatch):

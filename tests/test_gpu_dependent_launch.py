@@ -37,11 +37,8 @@ def builds():
 
 
 def _edges(rt, graph) -> list:
-    from evaluator.worker_cuda import _ok, _with_edge_data
-    get_edges = _with_edge_data(rt, "cudaGraphGetEdges", "_v2")
-    _, _, _, count = _ok(get_edges(graph), "cudaGraphGetEdges")
-    _, _, data, count = _ok(get_edges(graph, count), "cudaGraphGetEdges")
-    return [(int(d.type), int(d.from_port)) for d in data[:count]]
+    from evaluator.worker_cuda import graph_edges
+    return [(int(d.type), int(d.from_port)) for d in graph_edges(rt, graph)[2]]
 
 
 @pytest.mark.parametrize("name,shape,made_full,kept", [
