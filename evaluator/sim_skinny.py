@@ -10,7 +10,9 @@
   rows read the same lines; they count once per CTA row block);
 * mma time: 2 mma.sync m16n8k16 per 32-wide k chunk per (m16, n8) pair, at `MMA_SYNC_SHARE` of
   the wgmma peak;
-* tail: CTAs beyond one resident wave run in a second one.
+* tail: CTAs beyond one resident wave run in a second one;
+* stream efficiency: how the K splits walk the rows and the L2 prefetch size of X's loads
+  (`STREAM_EFFICIENCY`, from docs/results/h200-skinny-stream/).
 
 A model, not a measurement: it ranks configurations for the simulator backend and the tests.
 Against 576 H200 measurements of 96 configurations on 6 skinny shapes
@@ -34,6 +36,11 @@ DRAM_LATENCY_US = 0.8         # loaded latency of a streamed 16-byte load
 MAX_THREADS_PER_SM = 2048
 WARP_REDUCE_US = 0.25         # partial tiles through shared memory
 CLUSTER_REDUCE_US = 0.45      # cluster barrier + reads of the peers' shared memory
+# (k_interleave, l2_prefetch) -> the share of the achievable bandwidth X streams at. Measured on the H200
+# (session 35, three configurations built both ways at eight decode shapes, and pure-load walks): interleaved
+# splits with 128-byte prefetches 1-2% faster than contiguous ones with 256 bytes, interleaved with 256
+# bytes 2-3% slower, 16-row tiles walked in contiguous ranges with 128 bytes ~7% slower.
+STREAM_EFFICIENCY = {(0, 256): 1.0, (1, 128): 1.015, (1, 256): 0.975, (0, 128): 0.93}
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -66,7 +73,8 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     l2_bytes = x_bytes * s_blocks + 2.0 * p["s_tile"] * s_blocks * K * row_blocks
     # register double buffering (prefetch) keeps the next k chunk's loads in flight too
     inflight = resident * _sk.threads(p) * p["unroll"] * (p["warp_rows"] // 16) * 32.0 * (1 + int(p.get("prefetch", 0)))
-    bandwidth = min(hbm, inflight / DRAM_LATENCY_US)
+    stream = STREAM_EFFICIENCY[(int(p.get("k_interleave", 0)), int(p.get("l2_prefetch", 256)))]
+    bandwidth = min(hbm, inflight / DRAM_LATENCY_US) * stream
     t_dram = dram_bytes / bandwidth
     t_l2 = l2_bytes / (hbm * sp.l2_bw_ratio)
     flops = 2.0 * _cdiv(R, 16) * 16 * s_blocks * p["s_tile"] * _cdiv(K, 32) * 32

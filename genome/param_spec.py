@@ -12,7 +12,8 @@ from typing import Any
 # 1: sm90_splitk's pdl and reduce (session 26). Campaigns that recorded none are at revision 0.
 # 2: sm90_cutlass's and sm90_swapab's wg_split (the cooperative warpgroups side by side along N) and the tile
 #    M choices 192, 320 and 448 it allows (session 32).
-SPACE_REVISION = 2
+# 3: skinny_mma's k_interleave (the K splits take groups of k in turn) and l2_prefetch (session 35).
+SPACE_REVISION = 3
 
 
 @dataclass(frozen=True)

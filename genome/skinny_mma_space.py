@@ -33,6 +33,11 @@ PARAMS = (
                                      "(register double buffering)"),
     ParamSpec("cluster_k", (1, 2, 4, 8, 16), kind="runtime",
               doc="CTAs of a thread-block cluster splitting K, reduced over distributed shared memory"),
+    ParamSpec("k_interleave", (0, 1), implicit=True, revision=3,
+              doc="1: the K splits (warps and cluster CTAs) take groups of 32 x unroll k in turn, so that a cluster "
+                  "reads long runs of each row at once; 0: each split a contiguous K range"),
+    ParamSpec("l2_prefetch", (256, 128), implicit=True, revision=3,
+              doc="bytes the L2 fetches around each streamed load of X (the .L2::<n>B hint)"),
 )
 
 BLOCKS = ("includes", "config", "loads", "mma", "kernel", "launch", "abi")

@@ -63,6 +63,44 @@ def test_skinny_rules_bound_registers_threads_and_shared_memory():
     assert not sk.violations(fixed)
 
 
+def test_skinny_k_interleave_and_l2_prefetch_render_only_when_asked():
+    """The K splits in turn (k_interleave) and the L2 prefetch size of X's loads: implicit parameters of
+    revision 3, so a genome that names neither keeps its id and its source; a campaign of revision 2 has them
+    pinned; the interleaved loop steps over every split's group and runs to K."""
+    from genome import SPACE_REVISION
+    sk = FAMILIES.resolve("skinny_mma").space
+    base = dict(warp_rows=16, warps_r=1, warps_k=4, s_tile=16, unroll=2, prefetch=1, cluster_k=2)
+    plain = sk.validate(Genome.make("skinny_mma", base))
+    same = sk.validate(Genome.make("skinny_mma", dict(base, k_interleave=0, l2_prefetch=256)))
+    assert plain.id == same.id == "d0fb942b6c360fae"          # the public record's kernel at 16x4096x14336
+    src = render(plain, FAMILIES).source
+    assert "L2::256B" in src and "kStride" not in src and "const int kb = split * per * 32;" in src
+    inter = render(sk.validate(Genome.make("skinny_mma", dict(base, k_interleave=1, l2_prefetch=128))),
+                   FAMILIES).source
+    assert "L2::128B" in inter and "L2::256B" not in inter
+    assert "const int kStride = nsplit * kStep;" in inter and "const int ke = K;" in inter
+    assert "k0 += 2 * kStride" in inter and "load_group(k0 + kStride, xb, yb)" in inter
+    unrolled = render(sk.validate(Genome.make("skinny_mma", dict(base, prefetch=0, k_interleave=1))),
+                      FAMILIES).source
+    assert "k0 += kStride" in unrolled and "L2::256B" in unrolled
+    assert SPACE_REVISION >= 3
+    old = sk.as_of(2)
+    assert {p.name: p.choices for p in old.params if p.name in ("k_interleave", "l2_prefetch")} == {
+        "k_interleave": (0,), "l2_prefetch": (256,)}
+    assert not old.is_valid(Genome.make("skinny_mma", dict(base, k_interleave=1)))
+
+
+def test_skinny_model_prices_the_stream_pattern_as_measured():
+    """Interleaved splits with 128-byte prefetches stream a little faster than contiguous ones with 256
+    (the kernels as they ran on the H200), interleaved with 256 bytes slower, contiguous with 128 slower still."""
+    sk = FAMILIES.resolve("skinny_mma").space
+    base = dict(warp_rows=16, warps_r=1, warps_k=4, s_tile=16, unroll=2, prefetch=1, cluster_k=2)
+    t = {(il, pf): simulate_time_us(sk.validate(Genome.make("skinny_mma", dict(base, k_interleave=il, l2_prefetch=pf))),
+                                    "16x4096x14336", families=FAMILIES)
+         for il in (0, 1) for pf in (256, 128)}
+    assert t[(1, 128)] < t[(0, 256)] < t[(1, 256)] < t[(0, 128)]
+
+
 def test_padded_family_extends_sm90_and_keeps_its_blocks_patchable():
     pad = FAMILIES.resolve("sm90_padded")
     g = pad.seeds()[0][1]

@@ -120,6 +120,34 @@ def test_splitk_reduction_launch_variants_pass_the_gate(evaluator, shape, ksplit
     assert not failed, failed
 
 
+def interleave_genomes() -> list:
+    """skinny_mma with its K splits taking groups in turn (k_interleave) and 128- or 256-byte L2 prefetches,
+    over the loops that reach K's end differently: register double buffering on and off, unroll 1, 2 and 4,
+    2 to 8 warps splitting K, 1 to 8 CTAs of a cluster, s_tile 8 and 16, one and two warps along the rows."""
+    from genome import Genome
+    sk = FAMILIES.resolve("skinny_mma").space
+    cases = [dict(warp_rows=16, warps_r=1, warps_k=4, s_tile=16, unroll=2, prefetch=1, cluster_k=2, l2_prefetch=128),
+             dict(warp_rows=16, warps_r=1, warps_k=8, s_tile=16, unroll=4, prefetch=0, cluster_k=1, l2_prefetch=128),
+             dict(warp_rows=32, warps_r=2, warps_k=2, s_tile=8, unroll=1, prefetch=1, cluster_k=4, l2_prefetch=128),
+             dict(warp_rows=16, warps_r=1, warps_k=4, s_tile=16, unroll=1, prefetch=1, cluster_k=8, l2_prefetch=256)]
+    return [sk.validate(Genome.make("skinny_mma", dict(c, k_interleave=1))) for c in cases]
+
+
+# K ragged against the groups (4104 = 64 x 64 + 8; 1032), shorter than one group per split (72), and rows or
+# columns that are not whole tiles (8191, 777, 13)
+@pytest.mark.parametrize("shape", ["16x4096x4104", "8x1000x72", "1x8191x8200", "13x777x1032", "4096x16x2048"])
+def test_interleaved_k_splits_pass_the_gate(evaluator, shape):
+    problem = Problem.parse(shape)
+    sk = FAMILIES.resolve("skinny_mma").space
+    genomes = [g for g in interleave_genomes() if sk.is_valid(g, problem)]
+    assert len(genomes) == 4
+    results = evaluator.evaluate(genomes, problem)
+    for g, m in zip(genomes, results):
+        print(shape, g.short(), m.status, m.rel_error, m.acc_error, m.time_us)
+    failed = [(g.short(), m.status, m.reason) for g, m in zip(genomes, results) if not m.ok]
+    assert not failed, failed
+
+
 @pytest.mark.parametrize("shape", ["1000x2056x512", "2048x2048x2048"])
 def test_explicit_epilogue_subtiles_pass_the_gate(evaluator, shape):
     problem = Problem.parse(shape)
