@@ -12,13 +12,20 @@
   the wgmma peak;
 * tail: CTAs beyond one resident wave run in a second one;
 * stream efficiency: how the K splits walk the rows and the L2 prefetch size of X's loads
-  (`STREAM_EFFICIENCY`, from docs/results/h200-skinny-stream/).
+  (`STREAM_EFFICIENCY`, from docs/results/h200-skinny-stream/);
+* CTA generations (model revision 2): a CTA is a chain of load rounds (one a group of `unroll` chunks,
+  two groups a round with register double buffering) and then its reductions; CTAs beyond the resident
+  ones wait for a slot, so a grid of g generations takes at least g such chains. One round costs the
+  unloaded latency in a single generation and `LOADED_ROUND_US` when CTAs queue; a CTA's end (reductions,
+  cluster barriers, exit and the next CTA's start) `CTA_END_FACTOR` times the nominal reduction costs.
 
 A model, not a measurement: it ranks configurations for the simulator backend and the tests.
 Against 576 H200 measurements of 96 configurations on 6 skinny shapes
 (docs/results/h200-families/skinny-variants.json; `python -m evaluator.sim_fit check`): Spearman
-0.62 pooled, 0.45 within a shape (0.54 / 0.43 before prefetch counted in flight); it still prefers
-unroll 4 where the GPU prefers unroll 2, so its pick is 2-35% off the measured best.
+0.80 pooled, 0.64 within a shape (0.66 / 0.34 before the CTA generations), its best three picks 6%
+off the measured best (geomean; 9% before); against the 336 runs of 42 decode kernels at 8 shapes of
+docs/results/h200-skinny-stream/bench: 0.83 pooled, 0.53 within a shape (0.67 / 0.06 before), best
+three picks 9% off (13% before).
 """
 
 from __future__ import annotations
@@ -41,6 +48,9 @@ CLUSTER_REDUCE_US = 0.45      # cluster barrier + reads of the peers' shared mem
 # splits with 128-byte prefetches 1-2% faster than contiguous ones with 256 bytes, interleaved with 256
 # bytes 2-3% slower, 16-row tiles walked in contiguous ranges with 128 bytes ~7% slower.
 STREAM_EFFICIENCY = {(0, 256): 1.0, (1, 128): 1.015, (1, 256): 0.975, (0, 128): 0.93}
+# CTA generations (model revision 2), fitted on both sets of measurements above (session 35)
+LOADED_ROUND_US = 1.5         # a round of loads while CTAs queue for slots
+CTA_END_FACTOR = 3.0          # a CTA's end against WARP_REDUCE_US + CLUSTER_REDUCE_US
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -52,6 +62,17 @@ def resident_ctas_per_sm(p: Mapping[str, Any], dev: DeviceSpec) -> int:
     by_regs = _sk.REGS_PER_SM // max(1, _sk.registers(p) * _sk.threads(p))
     by_smem = dev.smem_per_block // max(1, _sk.smem_bytes(p)) if _sk.smem_bytes(p) else 32
     return max(1, min(by_threads, by_regs, by_smem, 32))
+
+
+def generations_us(p: Mapping[str, Any], k: int, generations: int, reduction_us: float) -> float:
+    """The least time `generations` waves of CTAs take one after another, each CTA a chain of load rounds and
+    its end, less the first round's latency and the last reductions (the model's fixed and reduction terms)."""
+    per_warp = _cdiv(_cdiv(k, 32), int(p["cluster_k"]) * p["warps_k"]) * 32
+    groups = _cdiv(per_warp, 32 * p["unroll"])
+    rounds = _cdiv(groups, 2) if p.get("prefetch", 0) else groups
+    latency = DRAM_LATENCY_US if generations <= 1 else LOADED_ROUND_US
+    chain = latency * rounds + CTA_END_FACTOR * reduction_us
+    return generations * chain - DRAM_LATENCY_US - reduction_us
 
 
 def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: DeviceSpec) -> SimBreakdown:
@@ -82,6 +103,8 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     t_mma = flops / mma_rate
     body = soft_max((t_dram, t_l2, t_mma), sp.roofline_sharpness) * max(1.0, _cdiv(ctas, slots) / max(waves, 1e-9))
     reduction = (WARP_REDUCE_US if p["warps_k"] > 1 else 0.0) + (CLUSTER_REDUCE_US if csplit > 1 else 0.0)
+    if getattr(dev, "model_revision", 2) >= 2:
+        body = max(body, generations_us(p, K, _cdiv(ctas, slots), reduction))
     fixed = sp.launch_us + DRAM_LATENCY_US + (sp.cluster_launch_us if csplit > 1 else 0.0)
     return SimBreakdown(total_us=fixed + body + reduction, fixed_us=fixed, compute_us=t_mma, l2_us=t_l2,
                         dram_us=t_dram, reduction_us=reduction, iteration_us=0.0, epilogue_us=0.0,

@@ -21,8 +21,10 @@ META_KEY = "space_revision"
 # The revision of the simulator model that orders, fits and prunes a campaign's seeds (seeding.model_order):
 # 1: the H200's measured cluster capacity (session 27). A campaign that recorded none orders its seeds
 # with the layout of before (sim_device.LEGACY_GPC_SMS), as it did when it ran, so its resume replays.
+# 2: skinny_mma's CTA generations (a CTA's chain of load rounds and reductions, once per wave of CTAs; session
+# 35). A campaign of an earlier revision prices skinny_mma as before (DeviceSpec.model_revision).
 SEED_MODEL_KEY = "seed_model_revision"
-SEED_MODEL_REVISION = 1
+SEED_MODEL_REVISION = 2
 
 
 def creation_record() -> dict[str, int]:
@@ -35,7 +37,11 @@ def seed_model_device(db: CampaignDB) -> Any:
     from dataclasses import replace
     from evaluator.sim_device import LEGACY_GPC_SMS, get_device
     device = get_device("h200")
-    return device if int(db.get_meta(SEED_MODEL_KEY) or 0) >= 1 else replace(device, gpc_sms=LEGACY_GPC_SMS)
+    revision = int(db.get_meta(SEED_MODEL_KEY) or 0)
+    if revision >= SEED_MODEL_REVISION:
+        return device
+    device = replace(device, model_revision=revision)
+    return device if revision >= 1 else replace(device, gpc_sms=LEGACY_GPC_SMS)
 
 
 def recorded_revision(db: CampaignDB, families: Iterable[Any]) -> int:

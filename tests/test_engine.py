@@ -938,7 +938,7 @@ def test_a_campaign_orders_its_seeds_with_the_simulated_h200_it_was_created_with
     recorded no revision orders, fits and prunes its seeds with the layout of before, as it ran then, so
     its resume replays. At 2048^3 the two order sm90_lean's clustered seeds differently."""
     from dataclasses import replace as dc_replace
-    from evolution.campaign_spaces import SEED_MODEL_KEY, seed_model_device
+    from evolution.campaign_spaces import SEED_MODEL_KEY, SEED_MODEL_REVISION, seed_model_device
     from evolution.db import CampaignDB
     from evaluator.sim_device import LEGACY_GPC_SMS, get_device
     data = small_config(families=["sm90_lean"], shapes=["2048x2048x2048"], budget={"evaluations_per_shape": 4},
@@ -949,10 +949,10 @@ def test_a_campaign_orders_its_seeds_with_the_simulated_h200_it_was_created_with
         folder = tmp_path / f"rev{revision}"
         create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
         db = CampaignDB(folder / "campaign.db")
-        assert db.get_meta(SEED_MODEL_KEY) == 1 and seed_model_device(db) == get_device("h200")
+        assert db.get_meta(SEED_MODEL_KEY) == SEED_MODEL_REVISION and seed_model_device(db) == get_device("h200")
         if revision is None:                                   # as if created before the record
             db.conn.execute("DELETE FROM meta WHERE key=?", (SEED_MODEL_KEY,))
-            assert seed_model_device(db) == dc_replace(get_device("h200"), gpc_sms=LEGACY_GPC_SMS)
+            assert seed_model_device(db) == dc_replace(get_device("h200"), gpc_sms=LEGACY_GPC_SMS, model_revision=0)
         db.close()
         run_campaign(folder, progress=Silent())
         first[revision] = [g for (g,) in rows(folder, "SELECT genome_id FROM proposals WHERE round=0 ORDER BY seq")]
@@ -960,3 +960,29 @@ def test_a_campaign_orders_its_seeds_with_the_simulated_h200_it_was_created_with
         run_campaign(folder, progress=Silent(), mode="resume")       # replays with the recorded model
         assert rows(folder, "SELECT genome_id FROM proposals ORDER BY seq") == done
     assert first[None] != first[1]
+
+
+def test_a_campaign_of_seed_model_revision_1_prices_skinny_mma_as_it_did(tmp_path):
+    """Revision 2 of the seed model priced skinny_mma's CTA generations (session 35), which reorders its
+    seeds at 8x14336x4096; a campaign created at revision 1 keeps the old prices, so its resume replays."""
+    from evolution.campaign_spaces import SEED_MODEL_KEY, SEED_MODEL_REVISION, seed_model_device
+    from evolution.db import CampaignDB
+    assert SEED_MODEL_REVISION == 2
+    data = small_config(families=["skinny_mma"], shapes=["8x14336x4096"], budget={"evaluations_per_shape": 4},
+                        population={"size": 4, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1},
+                        evaluator={"backend": "simulator"})
+    first = {}
+    for revision in (1, 2):
+        folder = tmp_path / f"rev{revision}"
+        create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
+        db = CampaignDB(folder / "campaign.db")
+        if revision == 1:
+            db.set_meta({SEED_MODEL_KEY: 1})
+        assert seed_model_device(db).model_revision == revision
+        db.close()
+        run_campaign(folder, progress=Silent())
+        first[revision] = [g for (g,) in rows(folder, "SELECT genome_id FROM proposals WHERE round=0 ORDER BY seq")]
+        done = rows(folder, "SELECT genome_id FROM proposals ORDER BY seq")
+        run_campaign(folder, progress=Silent(), mode="resume")
+        assert rows(folder, "SELECT genome_id FROM proposals ORDER BY seq") == done
+    assert first[1] != first[2]
