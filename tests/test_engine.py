@@ -967,7 +967,8 @@ def test_a_campaign_of_seed_model_revision_1_prices_skinny_mma_as_it_did(tmp_pat
     seeds at 8x14336x4096; a campaign created at revision 1 keeps the old prices, so its resume replays."""
     from evolution.campaign_spaces import SEED_MODEL_KEY, SEED_MODEL_REVISION, seed_model_device
     from evolution.db import CampaignDB
-    assert SEED_MODEL_REVISION == 2
+    from evaluator.sim_device import get_device
+    assert SEED_MODEL_REVISION == 2 == get_device("h200").model_revision   # a new campaign prices with the latest
     data = small_config(families=["skinny_mma"], shapes=["8x14336x4096"], budget={"evaluations_per_shape": 4},
                         population={"size": 4, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1},
                         evaluator={"backend": "simulator"})
