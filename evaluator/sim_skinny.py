@@ -103,7 +103,7 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     t_mma = flops / mma_rate
     body = soft_max((t_dram, t_l2, t_mma), sp.roofline_sharpness) * max(1.0, _cdiv(ctas, slots) / max(waves, 1e-9))
     reduction = (WARP_REDUCE_US if p["warps_k"] > 1 else 0.0) + (CLUSTER_REDUCE_US if csplit > 1 else 0.0)
-    if getattr(dev, "model_revision", 2) >= 2:
+    if dev.model_revision >= 2:
         body = max(body, generations_us(p, K, _cdiv(ctas, slots), reduction))
     fixed = sp.launch_us + DRAM_LATENCY_US + (sp.cluster_launch_us if csplit > 1 else 0.0)
     return SimBreakdown(total_us=fixed + body + reduction, fixed_us=fixed, compute_us=t_mma, l2_us=t_l2,

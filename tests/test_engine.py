@@ -933,6 +933,24 @@ def test_a_campaign_that_recorded_no_revision_takes_the_one_its_genomes_name(tmp
         db.close()
 
 
+def _seed_model_campaign(family: str, shape: str) -> dict:
+    """A small simulator campaign of one family at one shape, for the seed-model revision tests."""
+    return small_config(families=[family], shapes=[shape], budget={"evaluations_per_shape": 4},
+                        population={"size": 4, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1},
+                        evaluator={"backend": "simulator"})
+
+
+def _first_round_then_replay(folder) -> list:
+    """Run the campaign in `folder`, resume it (which must replay every proposal), and return its first
+    round's proposals."""
+    run_campaign(folder, progress=Silent())
+    first = [g for (g,) in rows(folder, "SELECT genome_id FROM proposals WHERE round=0 ORDER BY seq")]
+    done = rows(folder, "SELECT genome_id FROM proposals ORDER BY seq")
+    run_campaign(folder, progress=Silent(), mode="resume")       # replays with the recorded model
+    assert rows(folder, "SELECT genome_id FROM proposals ORDER BY seq") == done
+    return first
+
+
 def test_a_campaign_orders_its_seeds_with_the_simulated_h200_it_was_created_with(tmp_path):
     """The seeding model's H200 got the measured cluster capacity (seed_model_revision 1); a campaign that
     recorded no revision orders, fits and prunes its seeds with the layout of before, as it ran then, so
@@ -941,9 +959,7 @@ def test_a_campaign_orders_its_seeds_with_the_simulated_h200_it_was_created_with
     from evolution.campaign_spaces import SEED_MODEL_KEY, SEED_MODEL_REVISION, seed_model_device
     from evolution.db import CampaignDB
     from evaluator.sim_device import LEGACY_GPC_SMS, get_device
-    data = small_config(families=["sm90_lean"], shapes=["2048x2048x2048"], budget={"evaluations_per_shape": 4},
-                        population={"size": 4, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1},
-                        evaluator={"backend": "simulator"})
+    data = _seed_model_campaign("sm90_lean", "2048x2048x2048")
     first = {}
     for revision in (None, 1):
         folder = tmp_path / f"rev{revision}"
@@ -954,11 +970,7 @@ def test_a_campaign_orders_its_seeds_with_the_simulated_h200_it_was_created_with
             db.conn.execute("DELETE FROM meta WHERE key=?", (SEED_MODEL_KEY,))
             assert seed_model_device(db) == dc_replace(get_device("h200"), gpc_sms=LEGACY_GPC_SMS, model_revision=0)
         db.close()
-        run_campaign(folder, progress=Silent())
-        first[revision] = [g for (g,) in rows(folder, "SELECT genome_id FROM proposals WHERE round=0 ORDER BY seq")]
-        done = rows(folder, "SELECT genome_id FROM proposals ORDER BY seq")
-        run_campaign(folder, progress=Silent(), mode="resume")       # replays with the recorded model
-        assert rows(folder, "SELECT genome_id FROM proposals ORDER BY seq") == done
+        first[revision] = _first_round_then_replay(folder)
     assert first[None] != first[1]
 
 
@@ -969,9 +981,7 @@ def test_a_campaign_of_seed_model_revision_1_prices_skinny_mma_as_it_did(tmp_pat
     from evolution.db import CampaignDB
     from evaluator.sim_device import get_device
     assert SEED_MODEL_REVISION == 2 == get_device("h200").model_revision   # a new campaign prices with the latest
-    data = small_config(families=["skinny_mma"], shapes=["8x14336x4096"], budget={"evaluations_per_shape": 4},
-                        population={"size": 4, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1},
-                        evaluator={"backend": "simulator"})
+    data = _seed_model_campaign("skinny_mma", "8x14336x4096")
     first = {}
     for revision in (1, 2):
         folder = tmp_path / f"rev{revision}"
@@ -981,9 +991,5 @@ def test_a_campaign_of_seed_model_revision_1_prices_skinny_mma_as_it_did(tmp_pat
             db.set_meta({SEED_MODEL_KEY: 1})
         assert seed_model_device(db).model_revision == revision
         db.close()
-        run_campaign(folder, progress=Silent())
-        first[revision] = [g for (g,) in rows(folder, "SELECT genome_id FROM proposals WHERE round=0 ORDER BY seq")]
-        done = rows(folder, "SELECT genome_id FROM proposals ORDER BY seq")
-        run_campaign(folder, progress=Silent(), mode="resume")
-        assert rows(folder, "SELECT genome_id FROM proposals ORDER BY seq") == done
+        first[revision] = _first_round_then_replay(folder)
     assert first[1] != first[2]
