@@ -13,7 +13,9 @@ from typing import Any
 # 2: sm90_cutlass's and sm90_swapab's wg_split (the cooperative warpgroups side by side along N) and the tile
 #    M choices 192, 320 and 448 it allows (session 32).
 # 3: skinny_mma's k_interleave (the K splits take groups of k in turn) and l2_prefetch (session 35).
-SPACE_REVISION = 3
+# 4: the TMA families' multicast slices of 4-row multiples, not only whole 8-row swizzle atoms (a rule's version,
+#    `Rule.since` / `Rule.before`), and clusters of 8 CTAs along M or N (session 36).
+SPACE_REVISION = 4
 
 
 @dataclass(frozen=True)

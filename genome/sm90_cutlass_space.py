@@ -34,8 +34,8 @@ PARAMS = (
     ParamSpec("tile_n", (16, 32, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256),
               doc="CTA tile N (multiple of 8)"),
     ParamSpec("tile_k", (32, 64, 128), doc="CTA tile K"),
-    ParamSpec("cluster_m", (1, 2, 4), doc="cluster shape M (B multicast)"),
-    ParamSpec("cluster_n", (1, 2, 4), doc="cluster shape N (A multicast)"),
+    ParamSpec("cluster_m", (1, 2, 4, 8), added=((8, 4),), doc="cluster shape M (B multicast)"),
+    ParamSpec("cluster_n", (1, 2, 4, 8), added=((8, 4),), doc="cluster shape N (A multicast)"),
     ParamSpec("stages", (0, 2, 3, 4, 5, 6, 7, 8), doc="mainloop stages; 0 = as many as fit (auto carveout)"),
     ParamSpec("epilogue", ("tma", "nosmem"), doc="TMA epilogue through shared memory, or direct stores",
               ordered=False),
@@ -236,24 +236,44 @@ def _fix_cluster_size(p: Params, rng: random.Random) -> Params:
     return p
 
 
-def _multicast_split(p):
-    # With a cluster, each CTA issues 1/cluster_m of the B tile's TMA and 1/cluster_n of A's;
-    # a slice must stay a whole number of 8-row swizzle atoms.
-    if (p["tile_n"] // p["cluster_m"]) % 8 or p["tile_n"] % p["cluster_m"]:
-        return (f"tile N {p['tile_n']} split over cluster M {p['cluster_m']} is not a multiple of 8 rows "
-                "(TMA multicast slices whole swizzle atoms)")
-    if (p["tile_m"] // p["cluster_n"]) % 8 or p["tile_m"] % p["cluster_n"]:
-        return (f"tile M {p['tile_m']} split over cluster N {p['cluster_n']} is not a multiple of 8 rows "
-                "(TMA multicast slices whole swizzle atoms)")
+# The rows of an operand tile each CTA of a cluster loads by TMA and multicasts to the others: tile N / cluster M
+# of B, tile M / cluster N of A. CuTe splits the tile's TMA box into that many slices of whole rows; with the
+# 128-byte swizzle a slice need not be whole 8-row swizzle atoms (revision 3's rule): slices of 4 to 60 rows that
+# are not multiples of 8 passed the gate and timed as expected on the H200 (docs/results/h200-multicast-slices).
+MULTICAST_SLICE_ROWS = 4
+
+
+def _multicast_slices(p, rows: int):
+    for tile, cluster, operand, name in ((p["tile_n"], p["cluster_m"], "N", "M"),
+                                         (p["tile_m"], p["cluster_n"], "M", "N")):
+        if tile % cluster or (tile // cluster) % rows:
+            return (f"tile {operand} {tile} split over cluster {name} {cluster} is not a multiple of {rows} rows "
+                    "(each CTA multicasts a slice of whole rows of the operand tile)")
     return None
 
 
-def _fix_multicast_split(p: Params, rng: random.Random) -> Params:
-    if (p["tile_n"] // p["cluster_m"]) % 8 or p["tile_n"] % p["cluster_m"]:
+def _multicast_split(p):
+    return _multicast_slices(p, MULTICAST_SLICE_ROWS)
+
+
+def _multicast_split_8(p):
+    return _multicast_slices(p, 8)
+
+
+def _halve_cluster(p: Params, rows: int) -> Params:
+    if (p["tile_n"] // p["cluster_m"]) % rows or p["tile_n"] % p["cluster_m"]:
         p["cluster_m"] = max(1, p["cluster_m"] // 2)
     else:
         p["cluster_n"] = max(1, p["cluster_n"] // 2)
     return p
+
+
+def _fix_multicast_split(p: Params, rng: random.Random) -> Params:
+    return _halve_cluster(p, MULTICAST_SLICE_ROWS)
+
+
+def _fix_multicast_split_8(p: Params, rng: random.Random) -> Params:
+    return _halve_cluster(p, 8)
 
 
 def _acc_registers(p):
@@ -341,8 +361,10 @@ RULES = (
     Rule("tma-box", f"tile M / cluster N <= {MAX_TMA_BOX_ROWS} rows (one TMA box)", _tma_box, _fix_tma_box),
     Rule("pingpong-streamk", "ping-pong cannot use the stream-K scheduler", _pingpong_streamk, _fix_pingpong_streamk),
     Rule("cluster-size", f"cluster_m * cluster_n <= {MAX_CLUSTER_CTAS} CTAs", _cluster_size, _fix_cluster_size),
-    Rule("multicast-slice", "tile N / cluster M and tile M / cluster N are multiples of 8",
-         _multicast_split, _fix_multicast_split),
+    Rule("multicast-slice", f"tile N / cluster M and tile M / cluster N are multiples of {MULTICAST_SLICE_ROWS}",
+         _multicast_split, _fix_multicast_split, since=4,
+         before=Rule("multicast-slice", "tile N / cluster M and tile M / cluster N are multiples of 8",
+                     _multicast_split_8, _fix_multicast_split_8)),
     Rule("accumulator-registers", f"tile M x tile N / consumer threads <= {MAX_ACC_REGS} fp32 registers",
          _acc_registers, _fix_acc_registers),
     Rule("smem-capacity", f"stages x (A + B tile) + epilogue <= {SMEM_BYTES_PER_BLOCK // 1024} KB shared memory",

@@ -37,6 +37,17 @@ class Rule:
     description: str
     check: Callable[[Mapping[str, Any]], "str | None"]
     repair: "Callable[[Params, random.Random], Params] | None" = None
+    # the space revision (SPACE_REVISION) from which this version of the rule holds; `before` is the version a
+    # campaign created at an earlier revision keeps (None: the rule did not exist then), so its draws and its
+    # resume by replay stay as they were
+    since: int = 0
+    before: "Rule | None" = None
+
+    def as_of(self, revision: int) -> "Rule | None":
+        """The version of this rule a space at `revision` has, None if it had none."""
+        if revision >= self.since:
+            return self
+        return self.before.as_of(revision) if self.before is not None else None
 
 
 @dataclass(frozen=True)
@@ -84,11 +95,12 @@ class SearchSpace:
     def as_of(self, revision: int) -> "SearchSpace":
         """This space as a campaign created at `revision` searches it: each parameter added later pinned
         to its default, each choice added later left out, so sampling, mutation and crossover make the draws
-        they made then."""
+        they made then; each rule as it was then (`Rule.as_of`)."""
         pinned = tuple(p.as_of(revision) for p in self.params)
-        if all(a.choices == b.choices for a, b in zip(pinned, self.params)):
+        rules = tuple(r for r in (rule.as_of(revision) for rule in self.rules) if r is not None)
+        if all(a.choices == b.choices for a, b in zip(pinned, self.params)) and rules == self.rules:
             return self
-        return replace(self, params=pinned)
+        return replace(self, params=pinned, rules=rules)
 
     # -- basic facts -------------------------------------------------------------------------
     @property

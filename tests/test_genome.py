@@ -56,7 +56,7 @@ def test_genome_rejects_bad_json():
     (dict(cluster_m=4, cluster_n=4, tile_n=128), "cluster-size", "cluster of 16 CTAs exceeds 8"),
     (dict(tile_m=256, tile_n=256), "accumulator-registers", "accumulator registers"),
     (dict(tile_m=256, tile_n=256, tile_k=128, stages=8, schedule="cooperative"), "smem-capacity", "shared memory"),
-    (dict(cluster_m=4, tile_n=208), "multicast-slice", "not a multiple of 8"),
+    (dict(cluster_m=8, tile_n=208), "multicast-slice", "not a multiple of 4"),
     (dict(splits=4, scheduler="persistent"), "splits-need-streamk", "needs the stream-K scheduler"),
     (dict(tile_n=100), "tile_n-value", "not allowed"),
 ])
@@ -209,9 +209,10 @@ def test_a_space_as_of_an_earlier_revision_pins_later_parameters_and_draws_as_it
     later = {p.name for p in splitk.params if p.revision > 0 and len(p.choices) > 1}   # wg_split: pinned here
     assert later == {"pdl", "reduce"} and SPACE_REVISION >= 1 and splitk.as_of(SPACE_REVISION) is splitk
     pinned = splitk.as_of(0)
-    before = replace(splitk, params=tuple(p for p in splitk.params if p.revision == 0))   # the space without them
+    at_3 = splitk.as_of(3)   # before revision 4's clusters of 8 and multicast slices
+    before = replace(at_3, params=tuple(p for p in at_3.params if p.revision == 0))   # the space without them
     assert all(pinned.spec(n).choices == (splitk.spec(n).choices[0],) for n in later)
-    assert get_space("sm90_padded").as_of(0) is get_space("sm90_padded")            # nothing added: itself
+    assert get_space("sm80_cutlass").as_of(0) is get_space("sm80_cutlass")          # nothing added: itself
     for seed in range(30):
         a, b = random.Random(seed), random.Random(seed)
         x, y = pinned.sample(a), before.sample(b)
@@ -222,3 +223,26 @@ def test_a_space_as_of_an_earlier_revision_pins_later_parameters_and_draws_as_it
     # the current space draws them
     drawn = [splitk.sample(random.Random(s)).param_dict for s in range(60)]
     assert any(d.get("pdl") == 1 for d in drawn) and any(d.get("reduce") == "grouped" for d in drawn)
+
+
+def test_a_campaign_of_revision_3_keeps_whole_swizzle_atom_slices_and_clusters_of_at_most_4():
+    from genome.space import Rule
+    lean = get_space("sm90_lean")
+    base = dict(schedule="ws", tile_m=64, tile_k=64, cluster_n=1, stages=0, epilogue="tma", scheduler="persistent",
+                raster="heuristic", swizzle=1, splits=1, decomposition="heuristic", reduction="deterministic")
+    sliced = lean.validate(Genome.make("sm90_lean", dict(base, tile_n=144, cluster_m=4)))   # 36-row slices of B
+    eight = lean.validate(Genome.make("sm90_lean", dict(base, tile_n=160, cluster_m=8)))    # 20 rows, 8 CTAs
+    old = lean.as_of(3)
+    with pytest.raises(InvalidGenome, match=r"\[multicast-slice\] tile N 144 split over cluster M 4 is not a multiple "
+                                            r"of 8 rows"):
+        old.validate(sliced)
+    assert not old.is_valid(eight) and old.spec("cluster_m").choices == (1, 2, 4) == old.spec("cluster_n").choices
+    assert lean.spec("cluster_m").choices == (1, 2, 4, 8) and lean.as_of(4) is lean
+    rule = next(r for r in lean.rules if r.name == "multicast-slice")
+    assert rule.as_of(4) is rule and rule.as_of(3) is rule.before and rule.as_of(0) is rule.before
+    assert next(r for r in old.rules if r.name == "multicast-slice") is rule.before
+    assert Rule("new", "added at 4", lambda p: None, since=4).as_of(3) is None    # a rule added later: absent
+    # the old space draws only what the old rule allows; its repair halves the cluster until it does
+    rng = random.Random(0)
+    assert all(old.is_valid(old.repair(old.sample(rng), rng)) for _ in range(200))
+    assert old.is_valid(old.repair(sliced, rng)) and old.repair(sliced, rng).param_dict["cluster_m"] == 2

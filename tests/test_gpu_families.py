@@ -158,3 +158,36 @@ def test_explicit_epilogue_subtiles_pass_the_gate(evaluator, shape):
         print(shape, g.short(), m.status, m.rel_error, m.time_us)
     failed = [(g.short(), m.status, m.reason) for g, m in zip(genomes + auto, results) if not m.ok]
     assert not failed, failed
+
+
+def multicast_slice_genomes() -> list:
+    """Clusters whose CTAs each multicast a slice of an operand tile that is not whole 8-row swizzle atoms (space
+    revision 4): B slices of 4, 12, 20, 36 and 60 rows (tile N / cluster M) in sm90_lean, ping-pong, cooperative and
+    sm90_splitk, and 8-CTA clusters along M (12- and 20-row slices) and along N (A slices of 8 rows)."""
+    from genome import Genome
+    base = {"decomposition": "heuristic", "epilogue": "tma", "raster": "heuristic", "reduction": "deterministic",
+            "scheduler": "persistent", "splits": 1, "stages": 0, "swizzle": 1, "tile_k": 64, "cluster_m": 1, "cluster_n": 1}
+    cases = [("sm90_lean", dict(schedule="ws", tile_m=64, tile_n=144, cluster_m=4)),
+             ("sm90_lean", dict(schedule="ws", tile_m=64, tile_n=240, cluster_m=4)),
+             ("sm90_lean", dict(schedule="ws", tile_m=64, tile_n=16, cluster_m=4)),
+             ("sm90_lean", dict(schedule="ws", tile_m=64, tile_n=96, cluster_m=8)),
+             ("sm90_lean", dict(schedule="ws", tile_m=128, tile_n=80, cluster_m=4, cluster_n=2)),
+             ("sm90_lean", dict(schedule="ws", tile_m=64, tile_n=160, cluster_m=8)),
+             ("sm90_lean", dict(schedule="ws", tile_m=64, tile_n=128, cluster_n=8)),
+             ("sm90_cutlass", dict(schedule="pingpong", tile_m=64, tile_n=144, cluster_m=4)),
+             ("sm90_cutlass", dict(schedule="cooperative", tile_m=128, tile_n=80, cluster_m=4)),
+             ("sm90_splitk", dict(schedule="cooperative", tile_m=128, tile_n=80, cluster_m=4, ksplit=2))]
+    return [FAMILIES.resolve(f).space.validate(Genome.make(f, {**base, **c})) for f, c in cases]
+
+
+# tiles that fit the shape and tiles that do not (ragged M, N and K; M not a whole number of clusters)
+@pytest.mark.parametrize("shape", ["1000x1000x1000", "1280x1280x1280", "777x2056x1032", "2048x2048x2048"])
+def test_multicast_slices_of_4_row_multiples_pass_the_gate(evaluator, shape):
+    problem = Problem.parse(shape)
+    genomes = [g for g in multicast_slice_genomes() if FAMILIES.resolve(g.family).space.is_valid(g, problem)]
+    assert len(genomes) == (10 if problem.k % 16 == 0 else 9)   # sm90_splitk's 2 splits need K a multiple of 16
+    results = evaluator.evaluate(genomes, problem)
+    for g, m in zip(genomes, results):
+        print(shape, g.short(), m.status, m.rel_error, m.acc_error, m.time_us)
+    failed = [(g.short(), m.status, m.reason) for g, m in zip(genomes, results) if not m.ok]
+    assert not failed, failed
