@@ -238,8 +238,9 @@ def _fix_cluster_size(p: Params, rng: random.Random) -> Params:
 
 # The rows of an operand tile each CTA of a cluster loads by TMA and multicasts to the others: tile N / cluster M
 # of B, tile M / cluster N of A. CuTe splits the tile's TMA box into that many slices of whole rows; with the
-# 128-byte swizzle a slice need not be whole 8-row swizzle atoms (revision 3's rule): slices of 4 to 60 rows that
-# are not multiples of 8 passed the gate and timed as expected on the H200 (docs/results/h200-multicast-slices).
+# 128-byte swizzle a slice need not be whole 8-row swizzle atoms (revision 3's rule): nvcc builds slices of 4 to 60
+# rows that are not multiples of 8, and those of 4-row multiples tried passed the gate on the H200 at every shape
+# (docs/results/h200-multicast-slices).
 MULTICAST_SLICE_ROWS = 4
 
 
