@@ -244,10 +244,14 @@ def _fix_cluster_size(p: Params, rng: random.Random) -> Params:
 MULTICAST_SLICE_ROWS = 4
 
 
+def _bad_slice(tile: int, cluster: int, rows: int) -> bool:
+    return bool(tile % cluster or (tile // cluster) % rows)
+
+
 def _multicast_slices(p, rows: int):
     for tile, cluster, operand, name in ((p["tile_n"], p["cluster_m"], "N", "M"),
                                          (p["tile_m"], p["cluster_n"], "M", "N")):
-        if tile % cluster or (tile // cluster) % rows:
+        if _bad_slice(tile, cluster, rows):
             return (f"tile {operand} {tile} split over cluster {name} {cluster} is not a multiple of {rows} rows "
                     "(each CTA multicasts a slice of whole rows of the operand tile)")
     return None
@@ -262,10 +266,8 @@ def _multicast_split_8(p):
 
 
 def _halve_cluster(p: Params, rows: int) -> Params:
-    if (p["tile_n"] // p["cluster_m"]) % rows or p["tile_n"] % p["cluster_m"]:
-        p["cluster_m"] = max(1, p["cluster_m"] // 2)
-    else:
-        p["cluster_n"] = max(1, p["cluster_n"] // 2)
+    key = "cluster_m" if _bad_slice(p["tile_n"], p["cluster_m"], rows) else "cluster_n"
+    p[key] = max(1, p[key] // 2)
     return p
 
 

@@ -166,7 +166,8 @@ def multicast_slice_genomes() -> list:
     sm90_splitk, and 8-CTA clusters along M (12- and 20-row slices) and along N (A slices of 8 rows)."""
     from genome import Genome
     base = {"decomposition": "heuristic", "epilogue": "tma", "raster": "heuristic", "reduction": "deterministic",
-            "scheduler": "persistent", "splits": 1, "stages": 0, "swizzle": 1, "tile_k": 64, "cluster_m": 1, "cluster_n": 1}
+            "scheduler": "persistent", "splits": 1, "stages": 0, "swizzle": 1, "tile_k": 64, "cluster_m": 1,
+            "cluster_n": 1}
     cases = [("sm90_lean", dict(schedule="ws", tile_m=64, tile_n=144, cluster_m=4)),
              ("sm90_lean", dict(schedule="ws", tile_m=64, tile_n=240, cluster_m=4)),
              ("sm90_lean", dict(schedule="ws", tile_m=64, tile_n=16, cluster_m=4)),
