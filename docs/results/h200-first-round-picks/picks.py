@@ -28,3 +28,28 @@ for s in bench["shapes"]:
 n = len(bench["shapes"])
 print("| geomean vs best vendor | | " + " | ".join(f"{math.exp(v / n):.3f}" for v in logs.values()) + " |")
 print(f"\n{len(every_first)} distinct first-round genomes, {len(every_pick)} model picks.")
+
+
+def cross_arm(count: int) -> float:
+    """The own first round plus `count` first-round genomes of the other shapes, nearest shape first, rank by
+    rank (the rule of cross-screen/cross_screen.patch, on the proposal lists of first-round-by-shape.json)."""
+    from evolution.seeding import shape_distance
+    from genome import Problem
+    total = 0.0
+    for s in bench["shapes"]:
+        shape = s["problem"]
+        vendor = min(b["median_us"] for b in s["baselines"]["device"].values() if b)
+        t = {k["genome"]["id"]: k["measurement"]["device"]["median_us"] for k in s["kernels"] if k["measurement"].get("device")}
+        own = list(dict.fromkeys(first[shape]))
+        others = sorted((o for o in first if o != shape), key=lambda o: shape_distance(Problem.parse(shape), Problem.parse(o)))
+        extra: list = []
+        for rank in range(max(len(first[o]) for o in others)):
+            for o in others:
+                if rank < len(first[o]) and first[o][rank] not in own + extra and first[o][rank] in t:
+                    extra.append(first[o][rank])
+        total += math.log(vendor / min(t[g] for g in own + extra[:count] if g in t))
+    return math.exp(total / len(bench["shapes"]))
+
+
+print("\nThe own first round plus N of the other shapes' first-round genomes, nearest shape first: "
+      + ", ".join(f"N={n} {cross_arm(n):.3f}" for n in (0, 4, 8, 16, 32)))
