@@ -67,6 +67,7 @@ from .parents import FailedGenome
 from .population import Individual, Island, fitness_value, migrate_ring, survivors
 from .operators import OperatorEntry
 from .proposals import MAX_ATTEMPTS, OperatorCalls
+from .seeding import WAVE_ORIGIN
 
 REWARDS = ("log_ratio", "improvement", "success")
 FIXABLE = (STATUS_COMPILE_FAILED, STATUS_REJECTED, STATUS_WRONG)  # failures a fix operator may take as parents
@@ -182,7 +183,8 @@ class EvolutionStrategy(OperatorCalls):
                    islands=pop.islands, offspring=pop.offspring_per_island, elite=pop.elite,
                    tournament=pop.tournament, migration_interval=pop.migration_interval,
                    migration_size=pop.migration_size, seed_fraction=pop.seed_fraction, seeds=seeds,
-                   screen=pop.screen, best_vendor_us=ctx.best_vendor_us, failure_reward=cfg.selection.failure_reward,
+                   screen=pop.screen + pop.wave_seeds, best_vendor_us=ctx.best_vendor_us,
+                   failure_reward=cfg.selection.failure_reward,
                    reward=cfg.selection.reward, parent_selection=ctx.parent_selection(), render=ctx.render,
                    llm=getattr(ctx, "llm", None), executor=getattr(ctx, "executor", None),
                    on_proposed=getattr(ctx, "on_proposed", None), frozen=getattr(ctx, "frozen", None),
@@ -297,8 +299,11 @@ class EvolutionStrategy(OperatorCalls):
         base = self.size * len(self.islands)
         extra = max(0, n - base)  # the screen's slots: seeds only
         n_seeds = min(len(self.seeds), int(math.floor(self.seed_fraction * min(n, base))) + extra)
+        # one-wave seeds (population.wave_seeds) come on top of the others, never in their place
+        pinned = [s for s in self.seeds if s[1] == WAVE_ORIGIN]
+        dealt = _round_robin_by_family([s for s in self.seeds if s[1] != WAVE_ORIGIN])[:max(0, n_seeds - len(pinned))]
         cursor = 0
-        for genome, origin, note in _round_robin_by_family(self.seeds)[:n_seeds]:
+        for genome, origin, note in dealt + pinned[:n_seeds]:
             islands = [i for i in self.islands if i.family == genome.family]
             if not islands or genome.id in self.proposed:
                 continue

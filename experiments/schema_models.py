@@ -78,6 +78,12 @@ class Population(Strict):
         "strategy): the first population holds up to size x islands + screen genomes, the extra ones only "
         "from seeds (a kernel built before costs a timing, not a build), and survivor selection then keeps "
         "`size` per island; they count as evaluations, so add them to evaluations_per_shape")
+    wave_seeds: int = Field(
+        0, ge=0, le=16, description="one-wave seeds also timed in a shape's first round (evolution strategy): "
+        "sm90_lean kernels with one CTA per 128 x N tile and no cluster, the tile N whose grid fills the most "
+        "SMs in one wave first (evolution/seeding.py: wave_fit_seeds), where the campaign searches sm90_lean; "
+        "they count as evaluations. On the H200 two of them took the first round's best at twelve unseen shapes "
+        "from 0.933x to 0.948x the vendor (docs/results/h200-first-round-picks)")
     max_stall_rounds: int = Field(10, ge=1, description="stop a shape after this many rounds without a new genome")
     shapes_in_flight: int = Field(
         1, ge=1, le=256, description="shapes searched at once: shape i starts once every shape up to i - "
