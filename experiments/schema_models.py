@@ -83,7 +83,8 @@ class Population(Strict):
         "sm90_lean kernels with one CTA per 128 x N tile and no cluster, the tile N whose grid fills the most "
         "SMs in one wave first (evolution/seeding.py: wave_fit_seeds), where the campaign searches sm90_lean; "
         "they count as evaluations. On the H200 two of them took the first round's best at twelve unseen shapes "
-        "from 0.933x to 0.948x the vendor (docs/results/h200-first-round-picks)")
+        "from 0.933x to 0.948x the vendor, and two small campaigns' halls at three of them from 0.912x to 0.950x "
+        "(docs/results/h200-first-round-picks)")
     max_stall_rounds: int = Field(10, ge=1, description="stop a shape after this many rounds without a new genome")
     shapes_in_flight: int = Field(
         1, ge=1, le=256, description="shapes searched at once: shape i starts once every shape up to i - "
