@@ -315,7 +315,8 @@ def wave_fit_seeds(problem: Problem, space: SearchSpace, n_sms: int, count: int,
             continue
         if genome.id not in seen:
             seen.add(genome.id)
-            out.append((genome, WAVE_ORIGIN, f"{WAVE_TILE_M}x{tile_n} tiles: {-neg_ctas} CTAs, one wave of {n_sms} SMs"))
+            note = f"{WAVE_TILE_M}x{tile_n} tiles: {-neg_ctas} CTAs, one wave of {n_sms} SMs"
+            out.append((genome, WAVE_ORIGIN, note))
         if len(out) == count:
             break
     return out
