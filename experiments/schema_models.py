@@ -79,12 +79,13 @@ class Population(Strict):
         "from seeds (a kernel built before costs a timing, not a build), and survivor selection then keeps "
         "`size` per island; they count as evaluations, so add them to evaluations_per_shape")
     wave_seeds: int = Field(
-        0, ge=0, le=16, description="one-wave seeds also timed in a shape's first round (evolution strategy): "
+        2, ge=0, le=16, description="one-wave seeds also timed in a shape's first round (evolution strategy): "
         "sm90_lean kernels with one CTA per 128 x N tile and no cluster, the tile N whose grid fills the most "
         "SMs in one wave first (evolution/seeding.py: wave_fit_seeds), where the campaign searches sm90_lean; "
-        "they count as evaluations. On the H200 two of them took the first round's best at twelve unseen shapes "
-        "from 0.933x to 0.948x the vendor, and two small campaigns' halls at three of them from 0.912x to 0.950x "
-        "(docs/results/h200-first-round-picks)")
+        "they count as evaluations (0: none). On the H200 two of them took the first round's best at twelve "
+        "unseen shapes from 0.933x to 0.948x the vendor, and campaigns' halls at seven unseen shapes from "
+        "0.912x to 0.950x (three shapes, docs/results/h200-first-round-picks) and 0.948x to 0.967x (four, "
+        "docs/results/h200-unseen-8)")
     max_stall_rounds: int = Field(10, ge=1, description="stop a shape after this many rounds without a new genome")
     shapes_in_flight: int = Field(
         1, ge=1, le=256, description="shapes searched at once: shape i starts once every shape up to i - "

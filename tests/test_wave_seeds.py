@@ -71,10 +71,22 @@ def first_round(folder: Path, shape: str) -> list[tuple[str, str]]:
         conn.close()
 
 
-def test_zero_wave_seeds_change_nothing(tmp_path):
+def test_two_wave_seeds_are_the_default_and_zero_times_none(tmp_path):
     run(tmp_path / "absent", None)
+    run(tmp_path / "two", 2)
     run(tmp_path / "zero", 0)
-    assert fingerprint(tmp_path / "absent") == fingerprint(tmp_path / "zero")
+    assert fingerprint(tmp_path / "absent") == fingerprint(tmp_path / "two")
+    assert not [g for op, g in first_round(tmp_path / "zero", SHAPES[0]) if op == WAVE_ORIGIN]
+
+
+def test_a_campaign_recorded_before_the_option_resumes_without_it(tmp_path):
+    made = parse_campaign(small_config(population=POP), base_dir=tmp_path)
+    assert made.population.wave_seeds == 2
+    recorded = made.resolved()
+    del recorded["population"]["wave_seeds"]            # as a folder created before session 37 holds it
+    assert parse_campaign(recorded, base_dir=tmp_path, stored=True).population.wave_seeds == 0
+    recorded["population"]["wave_seeds"] = 2            # one created since says what it had
+    assert parse_campaign(recorded, base_dir=tmp_path, stored=True).population.wave_seeds == 2
 
 
 def test_the_first_round_takes_them_on_top_of_its_seeds(tmp_path):
