@@ -84,8 +84,8 @@ class Population(Strict):
         "SMs in one wave first (evolution/seeding.py: wave_fit_seeds), where the campaign searches sm90_lean; "
         "they count as evaluations (0: none). On the H200 two of them took the first round's best at twelve "
         "unseen shapes from 0.933x to 0.948x the vendor, and campaigns' halls at seven unseen shapes from "
-        "0.912x to 0.950x (three shapes, docs/results/h200-first-round-picks) and 0.948x to 0.967x (four, "
-        "docs/results/h200-unseen-8)")
+        "0.912x to 0.950x (three shapes, docs/results/h200-first-round-picks) and 0.948x to 0.967x (four, two "
+        "with a valid one-wave tile; docs/results/h200-unseen-8)")
     max_stall_rounds: int = Field(10, ge=1, description="stop a shape after this many rounds without a new genome")
     shapes_in_flight: int = Field(
         1, ge=1, le=256, description="shapes searched at once: shape i starts once every shape up to i - "

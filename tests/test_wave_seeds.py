@@ -54,9 +54,9 @@ class Silent:
         self.rows = rows
 
 
-def run(folder: Path, waves: "int | None"):
+def run(folder: Path, waves: "int | None", shapes=SHAPES):
     population = dict(POP) if waves is None else {**POP, "wave_seeds": waves}
-    config = parse_campaign(small_config(shapes=SHAPES, families=["sm90_cutlass", LEAN], population=population,
+    config = parse_campaign(small_config(shapes=list(shapes), families=["sm90_cutlass", LEAN], population=population,
                                          budget={"evaluations_per_shape": 20}), base_dir=folder.parent)
     create_campaign(config, folder)
     return run_campaign(folder, evaluator=FakeEvaluator(seed=config.seed), progress=Silent())
@@ -77,6 +77,14 @@ def test_two_wave_seeds_are_the_default_and_zero_times_none(tmp_path):
     run(tmp_path / "zero", 0)
     assert fingerprint(tmp_path / "absent") == fingerprint(tmp_path / "two")
     assert not [g for op, g in first_round(tmp_path / "zero", SHAPES[0]) if op == WAVE_ORIGIN]
+
+
+def test_where_no_tile_fits_one_wave_the_first_round_is_as_without(tmp_path):
+    # 3072 rows are 24 rows of 128-row tiles: no tile N that one warpgroup holds gives one wave
+    shape = "3072x1280x1024"
+    run(tmp_path / "zero", 0, shapes=[shape])
+    run(tmp_path / "two", 2, shapes=[shape])
+    assert first_round(tmp_path / "two", shape) == first_round(tmp_path / "zero", shape)
 
 
 def test_a_campaign_recorded_before_the_option_resumes_without_it(tmp_path):
