@@ -15,10 +15,8 @@ from templates import frozen_params
 from .operators import build_operators
 from .rng import derive_seed
 from .search import StrategyContext, build_strategy
-from .seeding import fit_shape_knobs, lazy_model_order, model_order, seeds_for, wave_fit_seeds
+from .seeding import WAVE_FAMILY, fit_shape_knobs, lazy_model_order, model_order, seeds_for, wave_fit_seeds
 from .shape_state import ShapeState
-
-WAVE_FAMILY = "sm90_lean"   # the family of the one-wave seeds (population.wave_seeds)
 
 
 class StrategyFactory:

@@ -288,7 +288,8 @@ def generalist_scores(problem: Problem, external: Mapping[str, Sequence[Mapping[
     return sorted(((sc, genomes[gid], shapes[gid]) for gid, sc in score.items()), key=lambda t: (-t[0], t[1].id))
 
 
-WAVE_TILE_M = 128       # the one-wave seeds' tile M (population.wave_seeds)
+WAVE_FAMILY = "sm90_lean"  # the one-wave seeds' family (population.wave_seeds): one CTA per tile
+WAVE_TILE_M = 128       # their tile M
 WAVE_ORIGIN = "seed_wave"  # their origin: the first round takes them on top of the other seeds
 
 

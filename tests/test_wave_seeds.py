@@ -11,6 +11,7 @@ import pytest
 from engine_helpers import FakeEvaluator, fingerprint, small_config
 from evolution.seeding import WAVE_ORIGIN, wave_fit_seeds
 from experiments.campaign import create_campaign, run_campaign
+from experiments.progress import SilentProgress
 from experiments.schema import CampaignError, parse_campaign
 from genome import Genome, Problem
 from templates import get_space
@@ -49,17 +50,12 @@ def test_the_tiles_that_fill_one_wave_best_come_first():
     assert [(ctas(cube, g), g.get("tile_n")) for g, _, _ in small] == [(64, 128), (64, 144)]
 
 
-class Silent:
-    def update(self, rows, simulated=None, evaluator=None):
-        self.rows = rows
-
-
 def run(folder: Path, waves: "int | None", shapes=SHAPES):
     population = dict(POP) if waves is None else {**POP, "wave_seeds": waves}
     config = parse_campaign(small_config(shapes=list(shapes), families=["sm90_cutlass", LEAN], population=population,
                                          budget={"evaluations_per_shape": 20}), base_dir=folder.parent)
     create_campaign(config, folder)
-    return run_campaign(folder, evaluator=FakeEvaluator(seed=config.seed), progress=Silent())
+    return run_campaign(folder, evaluator=FakeEvaluator(seed=config.seed), progress=SilentProgress())
 
 
 def first_round(folder: Path, shape: str) -> list[tuple[str, str]]:
