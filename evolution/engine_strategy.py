@@ -15,8 +15,9 @@ from templates import frozen_params
 from .operators import build_operators
 from .rng import derive_seed
 from .search import StrategyContext, build_strategy
-from .seeding import WAVE_FAMILY, fit_shape_knobs, lazy_model_order, model_order, seeds_for, wave_fit_seeds
+from .seeding import fit_shape_knobs, lazy_model_order, model_order, seeds_for
 from .shape_state import ShapeState
+from .wave_seeds import one_wave_seeds
 
 
 class StrategyFactory:
@@ -52,7 +53,8 @@ class StrategyFactory:
                                  if pop.seed_order == "model" else _file_order,
                                  generalist=pop.seed_generalist, fit=fit)
             if pop.wave_seeds:
-                out += self._wave_seeds(state.problem, spaces, {g.id for g, _, _ in out}, pop.wave_seeds)
+                out += one_wave_seeds(state.problem, spaces, self.seed_device.n_sms, pop.wave_seeds,
+                                      {g.id for g, _, _ in out}, cooperative=pop.wave_cooperative)
             return out
 
         parents = cfg.selection.parents
@@ -68,12 +70,6 @@ class StrategyFactory:
             check=functools.partial(safety_refusal, render=self.render) if self.render else None,
             price=lazy_model_order(state.problem, plugins.families, self.seed_device))
         return build_strategy(plugins.strategies.resolve(name), ctx)
-
-    def _wave_seeds(self, problem: Any, spaces: Sequence[SearchSpace], taken: set, count: int) -> list:
-        """`population.wave_seeds`: one-wave 128 x N tiles of sm90_lean (`wave_fit_seeds`) where the shape's
-        families include it; none otherwise."""
-        space = next((s for s in spaces if s.family == WAVE_FAMILY), None)
-        return [] if space is None else wave_fit_seeds(problem, space, self.seed_device.n_sms, count, taken)
 
     def _gpu_facts(self) -> str:
         """What prompts say of the device: the evaluator's own description (simulated says so)."""

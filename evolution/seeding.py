@@ -288,41 +288,6 @@ def generalist_scores(problem: Problem, external: Mapping[str, Sequence[Mapping[
     return sorted(((sc, genomes[gid], shapes[gid]) for gid, sc in score.items()), key=lambda t: (-t[0], t[1].id))
 
 
-WAVE_FAMILY = "sm90_lean"  # the one-wave seeds' family (population.wave_seeds): one CTA per tile
-WAVE_TILE_M = 128       # their tile M
-WAVE_ORIGIN = "seed_wave"  # their origin: the first round takes them on top of the other seeds
-
-
-def wave_fit_seeds(problem: Problem, space: SearchSpace, n_sms: int, count: int,
-                   taken: "set[str] | None" = None) -> list[tuple[Genome, str, str]]:
-    """Up to `count` genomes of `space` (a family with one CTA per tile: sm90_lean) with 128 x N tiles, tile K 64,
-    no cluster, automatic stages and every other parameter at its default: the tile N (of the space's choices)
-    whose grid of ceil(M / 128) x ceil(N / tile N) CTAs fills the most of `n_sms` SMs in one wave first, then
-    the next; each valid for `problem`, none in `taken`. The vendor's kernels fit their tiles to the SM count
-    this way, and hand-picked seeds and other shapes' halls often hold no such tile (1664^3: 13 x 10 tiles of
-    128 x 176 ran 1.17x faster than the first round's best on the H200, docs/results/h200-first-round-picks)."""
-    if count <= 0 or "tile_n" not in space.names:
-        return []
-    tiles_m = -(-problem.m // WAVE_TILE_M)
-    grids = ((tiles_m * -(-problem.n // tile_n), tile_n) for tile_n in space.spec("tile_n").choices)
-    fits = sorted((-ctas, tile_n) for ctas, tile_n in grids if ctas <= n_sms)
-    base = dict(space.default_params(), tile_m=WAVE_TILE_M, tile_k=64, cluster_m=1, cluster_n=1, stages=0)
-    out: list[tuple[Genome, str, str]] = []
-    seen = set(taken or ())
-    for neg_ctas, tile_n in fits:
-        try:
-            genome = space.validate(Genome.make(space.family, space.canonical(dict(base, tile_n=tile_n))), problem)
-        except ValueError:
-            continue
-        if genome.id not in seen:
-            seen.add(genome.id)
-            note = f"{WAVE_TILE_M}x{tile_n} tiles: {-neg_ctas} CTAs, one wave of {n_sms} SMs"
-            out.append((genome, WAVE_ORIGIN, note))
-        if len(out) == count:
-            break
-    return out
-
-
 def seeds_for(problem: Problem, space: SearchSpace, solved: Mapping[str, Sequence[Genome]],
               external: Mapping[str, Sequence[Mapping[str, Any]]], handpicked: Sequence[Mapping[str, Any]],
               k_shapes: int, limit: int, order: "Callable[[Genome], float] | None" = None,

@@ -14,7 +14,8 @@ the best speedup (mean +- std over seeds), and those evaluation counts (mean ove
 seeds). Warm starts and seed_from are switched off so every run starts from nothing but its seed,
 and the hand-picked seeds keep their file order and their own knobs (population.seed_order: file,
 fit_knobs: false): ordered or fitted by the simulator's own model they would hand every strategy the
-simulator's best genomes at once.
+simulator's best genomes at once. No one-wave seeds either (population.wave_seeds: 0), as when the
+recorded ablations ran.
 
     evogemm ablate experiments/campaigns/quickstart.yaml --seeds 5 --out runs/ablation
     python -m experiments.ablation CAMPAIGN.yaml --seeds 5 --out DIR
@@ -81,7 +82,7 @@ def run_one(campaign: str, strategy: str, seed: int, policy: str, folder: str, b
     overrides: dict[str, Any] = {"seed": seed, "evaluator.backend": "simulator", "evaluator.options": {},
                                  "evaluator.timing": {}, "selection.warm_start": None,
                                  "seed_from": [], "population.seed_order": "file",
-                                 "population.fit_knobs": False,
+                                 "population.fit_knobs": False, "population.wave_seeds": 0,
                                  **variant_overrides(strategy, policy, base.selection.policy)}
     if budget is not None:
         overrides["budget"] = {"evaluations_per_shape": budget}

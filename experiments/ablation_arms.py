@@ -136,7 +136,8 @@ def campaign_dict(seed: int, variant: str, budget: int, shapes: Sequence[str], c
     return {"name": f"arms-{variant}-s{seed}", "seed": seed, "shapes": list(shapes),
             "budget": {"evaluations_per_shape": budget},
             "population": {**check_population(population), "seed_fraction": 0.5 if seeded else 0.0,
-                           "fit_knobs": False},   # the simulator's own model must not fit the seeds
+                           "fit_knobs": False,    # the simulator's own model must not fit the seeds
+                           "wave_seeds": 0},      # nor add one-wave seeds: the first population is the seeding's
             "operators": operators,
             "selection": {"policy": sel["policy"], "params": dict(sel["params"]), "reward": sel["reward"],
                           "failure_reward": sel["failure_reward"], "warm_start_weight": sel["warm_start_weight"],

@@ -81,11 +81,19 @@ class Population(Strict):
     wave_seeds: int = Field(
         2, ge=0, le=16, description="one-wave seeds also timed in a shape's first round (evolution strategy): "
         "sm90_lean kernels with one CTA per 128 x N tile and no cluster, the tile N whose grid fills the most "
-        "SMs in one wave first (evolution/seeding.py: wave_fit_seeds), where the campaign searches sm90_lean; "
+        "SMs in one wave first (evolution/wave_seeds.py: wave_fit_seeds), where the campaign searches sm90_lean "
+        "(and see wave_cooperative); "
         "they count as evaluations (0: none). On the H200 two of them took the first round's best at twelve "
         "unseen shapes from 0.933x to 0.948x the vendor, and campaigns' halls at seven unseen shapes from "
         "0.912x to 0.950x (three shapes, docs/results/h200-first-round-picks) and 0.948x to 0.967x (four, two "
         "with a valid one-wave tile; docs/results/h200-unseen-8)")
+    wave_cooperative: bool = Field(
+        True, description="where sm90_lean gives fewer one-wave seeds than wave_seeds asks (no tile N one "
+        "warpgroup holds fills a wave: 1792^3, 2048^3), the rest are sm90_cutlass cooperative 128 x N or 256 x N "
+        "tiles with the persistent scheduler and a cluster of two, the grid that fills the most SMs in one "
+        "wave first (evolution/wave_seeds.py: cooperative_wave_seeds), where the campaign searches sm90_cutlass. "
+        "Such tiles were the best the H200 benches recorded at 128x28672x4096, 256x12288x4096, 1024x4096x12288, "
+        "2000^3, 768x2048x8192 and 384x3072x8192, and 2-6% behind the best at short-K shapes (3072x1280x1024)")
     max_stall_rounds: int = Field(10, ge=1, description="stop a shape after this many rounds without a new genome")
     shapes_in_flight: int = Field(
         1, ge=1, le=256, description="shapes searched at once: shape i starts once every shape up to i - "

@@ -128,9 +128,9 @@ def test_new_shapes_are_seeded_from_the_nearest_solved_shape(tmp_path):
     assert all(f"of {a}" in note for _, note in seeds)               # the nearest shape, not the far one
     assert seeds[0][0] == hof_a[0] and "hall of fame #1" in seeds[0][1]
     assert {g for g, _ in seeds} <= set(hof_a)
-    # the first shape had nothing to seed from: random samples only
+    # the first shape had nothing to seed from: random samples only, besides its one-wave tiles
     first = rows(tmp_path / "c", "SELECT DISTINCT operator FROM proposals WHERE problem=? AND round=0", a)
-    assert first == [("init_sample",)]
+    assert sorted(first) == [("init_sample",), ("seed_wave",)]
 
 
 def test_seed_from_an_earlier_campaign_and_handpicked(tmp_path):
@@ -187,7 +187,8 @@ def test_the_screen_times_more_seeds_first_then_keeps_the_population_size(tmp_pa
     """population.screen: the first round holds the population plus up to `screen` more seeds
     (never random samples); survivor selection then keeps `size` per island, the best among them."""
     a, near = "1024x1024x1024", "2048x1024x1024"
-    pop = {"size": 2, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1, "seed_fraction": 1.0}
+    pop = {"size": 2, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1, "seed_fraction": 1.0,
+           "wave_seeds": 0}   # the screen alone (one-wave seeds grow it too: tests/test_wave_seeds.py)
 
     def first_round(folder, screen, evaluations=24, shape=near):
         data = small_config(shapes=[a, near] if shape == near else [a], budget={"evaluations_per_shape": evaluations},
@@ -468,7 +469,7 @@ def build_wall_campaign(shapes, size, wall_seconds=3.0):
     param_mutate (whose children need builds): for the wall-budget rules on rounds that build."""
     return small_config(shapes=shapes, budget={"evaluations_per_shape": 200, "wall_seconds": wall_seconds * WALL},
                         population={"size": size, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1,
-                                    "handpicked": False},
+                                    "handpicked": False, "wave_seeds": 0},   # first rounds of the population only
                         operators=[{"name": "param_mutate", "arm": "runtime_mutate", "params": {"kinds": ["runtime"]},
                                     "prior": 3.0}, {"name": "param_mutate"}])
 

@@ -1,4 +1,5 @@
-"""population.wave_seeds: one-wave sm90_lean tiles on top of a shape's first-round seeds."""
+"""population.wave_seeds: one-wave sm90_lean tiles on top of a shape's first-round seeds, and sm90_cutlass
+cooperative ones where sm90_lean has too few (population.wave_cooperative)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine_helpers import FakeEvaluator, fingerprint, small_config
-from evolution.seeding import WAVE_ORIGIN, wave_fit_seeds
+from evolution.wave_seeds import WAVE_ORIGIN, cooperative_wave_seeds, one_wave_seeds, wave_fit_seeds
 from experiments.campaign import create_campaign, run_campaign
 from experiments.progress import SilentProgress
 from experiments.schema import CampaignError, parse_campaign
@@ -50,9 +51,9 @@ def test_the_tiles_that_fill_one_wave_best_come_first():
     assert [(ctas(cube, g), g.get("tile_n")) for g, _, _ in small] == [(64, 128), (64, 144)]
 
 
-def run(folder: Path, waves: "int | None", shapes=SHAPES):
-    population = dict(POP) if waves is None else {**POP, "wave_seeds": waves}
-    config = parse_campaign(small_config(shapes=list(shapes), families=["sm90_cutlass", LEAN], population=population,
+def run(folder: Path, waves: "int | None", shapes=SHAPES, families=("sm90_cutlass", LEAN), **options):
+    population = {**(POP if waves is None else {**POP, "wave_seeds": waves}), **options}
+    config = parse_campaign(small_config(shapes=list(shapes), families=list(families), population=population,
                                          budget={"evaluations_per_shape": 20}), base_dir=folder.parent)
     create_campaign(config, folder)
     return run_campaign(folder, evaluator=FakeEvaluator(seed=config.seed), progress=SilentProgress())
@@ -76,11 +77,82 @@ def test_two_wave_seeds_are_the_default_and_zero_times_none(tmp_path):
 
 
 def test_where_no_tile_fits_one_wave_the_first_round_is_as_without(tmp_path):
-    # 3072 rows are 24 rows of 128-row tiles: no tile N that one warpgroup holds gives one wave
-    shape = "3072x1280x1024"
+    # 4096 rows are 32 rows of 128-row tiles and 16 of 256-row ones: no tile N that one warpgroup (sm90_lean) or
+    # two (cooperative, at most 192 accumulators a thread) hold gives one wave
+    shape = "4096x2048x1024"
     run(tmp_path / "zero", 0, shapes=[shape])
     run(tmp_path / "two", 2, shapes=[shape])
     assert first_round(tmp_path / "two", shape) == first_round(tmp_path / "zero", shape)
+
+
+def test_cooperative_tiles_fill_the_wave_where_one_warpgroup_cannot():
+    space = get_space("sm90_cutlass")
+    # 1792 = 14 x 128: a one-wave tile N (208) needs more accumulators than one warpgroup holds
+    cube = Problem.parse("1792x1792x1792")
+    assert wave_fit_seeds(cube, get_space(LEAN), 132, 2) == []
+    seeds = cooperative_wave_seeds(cube, space, 132, 3)
+    got = [tuple(g.get(k) for k in ("tile_m", "tile_n", "cluster_m", "cluster_n")) + (ctas(cube, g),)
+           for g, _, _ in seeds]
+    # the most CTAs first (14 x 9, the pair along M: 9 tiles along N), then on a tie of 112 the taller tile
+    assert got == [(128, 208, 2, 1, 126), (256, 112, 1, 2, 112), (128, 224, 1, 2, 112)]
+    for genome, origin, note in seeds:
+        assert origin == WAVE_ORIGIN and space.is_valid(genome, cube)
+        assert [genome.get(k) for k in ("schedule", "scheduler", "stages", "tile_k")] == \
+            ["cooperative", "persistent", 0, 64]
+        assert f"{ctas(cube, genome)} CTAs" in note
+    # a tie of CTAs goes to the base WGMMA width: 256x128 and 128x256 both make 128 CTAs at 2048^3
+    square = cooperative_wave_seeds(Problem.parse("2048x2048x2048"), space, 132, 2)
+    assert [(g.get("tile_m"), g.get("tile_n")) for g, _, _ in square] == [(256, 128), (128, 256)]
+    # taken genomes are passed over
+    again = cooperative_wave_seeds(cube, space, 132, 1, taken={seeds[0][0].id})
+    assert [g.id for g, _, _ in again] == [seeds[1][0].id]
+    # fewer than half the SMs busy is no one-wave seed (64x64x4096 would get one or two 256-row CTAs)
+    assert cooperative_wave_seeds(Problem.parse("64x64x4096"), space, 132, 2) == []
+    assert cooperative_wave_seeds(cube, space, 132, 0) == []
+
+
+def test_the_cooperative_ones_take_only_the_slots_sm90_lean_leaves():
+    spaces = [get_space("sm90_cutlass"), get_space(LEAN)]
+    families = lambda seeds: [g.family for g, _, _ in seeds]   # noqa: E731
+    # 1664^3: two sm90_lean tiles fit; 256x12288x4096: one (128x192); 1792^3: none
+    assert families(one_wave_seeds(Problem.parse("1664x1664x1664"), spaces, 132, 2, set())) == [LEAN, LEAN]
+    assert families(one_wave_seeds(Problem.parse("256x12288x4096"), spaces, 132, 2, set())) == [LEAN, "sm90_cutlass"]
+    assert families(one_wave_seeds(Problem.parse("1792x1792x1792"), spaces, 132, 2, set())) == ["sm90_cutlass"] * 2
+    assert one_wave_seeds(Problem.parse("1792x1792x1792"), spaces, 132, 2, set(), cooperative=False) == []
+    # a campaign without sm90_cutlass, or without sm90_lean, takes what its families give
+    assert one_wave_seeds(Problem.parse("1792x1792x1792"), [get_space(LEAN)], 132, 2, set()) == []
+    assert families(one_wave_seeds(Problem.parse("1664x1664x1664"), [get_space("sm90_cutlass")], 132, 2, set())) \
+        == ["sm90_cutlass"] * 2
+
+
+def test_a_campaign_times_the_cooperative_ones_on_top_of_its_first_round(tmp_path):
+    shape = "1792x1792x1792"
+    run(tmp_path / "zero", 0, shapes=[shape])
+    run(tmp_path / "lean", 2, shapes=[shape], wave_cooperative=False)
+    run(tmp_path / "coop", 2, shapes=[shape])
+    before, after = first_round(tmp_path / "zero", shape), first_round(tmp_path / "coop", shape)
+    assert first_round(tmp_path / "lean", shape) == before           # no sm90_lean tile fits: nothing added
+    extra = [g for op, g in after if op == WAVE_ORIGIN]
+    coop = cooperative_wave_seeds(Problem.parse(shape), get_space("sm90_cutlass"), 132, 2)
+    assert extra == [g.id for g, _, _ in coop]
+    assert [x for x in after if x[0] != WAVE_ORIGIN] == before       # the other seeds, as they were
+
+
+def test_without_a_screen_they_take_the_places_of_random_samples(tmp_path):
+    # half the first population from seeds, no screen, and fewer seeds than the population (three from the hall of
+    # fame of the shape before, no hand-picked ones): the one-wave seeds displace samples, never other seeds (they
+    # took two of the three seeds' places before session 39)
+    shapes, shape = ["4096x2048x1024", "1792x1792x1792"], "1792x1792x1792"   # the first has no one-wave tile
+    half = {"seed_fraction": 0.5, "screen": 0, "size": 6, "handpicked": False, "nearest_shapes": 1}
+    run(tmp_path / "zero", 0, shapes=shapes, families=["sm90_cutlass"], **half)
+    run(tmp_path / "two", 2, shapes=shapes, families=["sm90_cutlass"], **half)
+    before, after = first_round(tmp_path / "zero", shape), first_round(tmp_path / "two", shape)
+    assert len(after) == len(before)
+    seeded = lambda ops: [x for x in ops if x[0] not in ("init_sample", WAVE_ORIGIN)]   # noqa: E731
+    assert seeded(after) == seeded(before) and seeded(before)
+    assert len([x for x in after if x[0] == WAVE_ORIGIN]) == 2
+    samples = lambda ops: len([x for x in ops if x[0] == "init_sample"])   # noqa: E731
+    assert samples(after) == samples(before) - 2
 
 
 def test_a_campaign_recorded_before_the_option_resumes_without_it(tmp_path):
@@ -91,6 +163,16 @@ def test_a_campaign_recorded_before_the_option_resumes_without_it(tmp_path):
     assert parse_campaign(recorded, base_dir=tmp_path, stored=True).population.wave_seeds == 0
     recorded["population"]["wave_seeds"] = 2            # one created since says what it had
     assert parse_campaign(recorded, base_dir=tmp_path, stored=True).population.wave_seeds == 2
+
+
+def test_a_campaign_recorded_before_the_cooperative_ones_resumes_without_them(tmp_path):
+    made = parse_campaign(small_config(population=POP), base_dir=tmp_path)
+    assert made.population.wave_cooperative is True
+    recorded = made.resolved()
+    del recorded["population"]["wave_cooperative"]      # as a folder created in sessions 37-38 holds it
+    assert parse_campaign(recorded, base_dir=tmp_path, stored=True).population.wave_cooperative is False
+    recorded["population"]["wave_cooperative"] = True
+    assert parse_campaign(recorded, base_dir=tmp_path, stored=True).population.wave_cooperative is True
 
 
 def test_the_first_round_takes_them_on_top_of_its_seeds(tmp_path):
