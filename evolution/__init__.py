@@ -18,6 +18,8 @@
     parents.py      parent selections (fitness + novelty, uniform) and their registry
     population.py   DEAP fitness / individual (no deap.creator), hall of fame, survivors, migration
     seeding.py      nearest-solved-shape seeds, family seed genomes, seed pools of earlier campaigns
+    wave_seeds.py   one-wave seeds: the tiles whose grid fills the most SMs in one wave (sm90_lean, then
+                    sm90_cutlass cooperative)
     db.py           the SQLite (WAL) campaign database (its tables: db_schema.py)
     rng.py          seeds derived from the campaign seed
 """

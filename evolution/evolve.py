@@ -200,9 +200,8 @@ class EvolutionStrategy(OperatorCalls):
         base = self.size * len(self.islands)
         return base + max(0, min(self.screen, self._seed_count() - base))
 
-    def _seed_count(self, seeds: "Sequence[tuple[Genome, str, str]] | None" = None) -> int:
-        return len({g.id for g, _, _ in (self.seeds if seeds is None else seeds)
-                    if any(i.family == g.family for i in self.islands)})
+    def _seed_count(self) -> int:
+        return len({g.id for g, _, _ in self.seeds if any(i.family == g.family for i in self.islands)})
 
     @property
     def round_size(self) -> int:
@@ -299,19 +298,13 @@ class EvolutionStrategy(OperatorCalls):
     def _initial(self, n: int) -> list[Offspring]:
         out: list[Offspring] = []
         base = self.size * len(self.islands)
-        # one-wave seeds (population.wave_seeds) come on top of the others, never in their place: the others
-        # are dealt as they would be without them (the screen grew by the one-wave seeds found), and the
-        # one-wave seeds take the place of random samples where the first round has no screen for them
+        extra = max(0, n - base)  # the screen's slots: seeds only
+        n_seeds = min(len(self.seeds), int(math.floor(self.seed_fraction * min(n, base))) + extra)
+        # one-wave seeds (population.wave_seeds) come on top of the others, never in their place
         pinned = [s for s in self.seeds if s[1] == WAVE_ORIGIN]
-        others = [s for s in self.seeds if s[1] != WAVE_ORIGIN]
-        unpinned = base + max(0, min(self.screen - len(pinned), self._seed_count(others) - base))
-        n0 = max(0, n - (self.initial_size - unpinned))   # this round without the screen's growth for them
-        n_others = min(len(others), int(math.floor(self.seed_fraction * min(n0, base))) + max(0, n0 - base),
-                       max(0, n - len(pinned)))
-        dealt = _round_robin_by_family(others)[:n_others]
-        n_seeds = len(dealt) + min(len(pinned), n)
+        dealt = _round_robin_by_family([s for s in self.seeds if s[1] != WAVE_ORIGIN])[:max(0, n_seeds - len(pinned))]
         cursor = 0
-        for genome, origin, note in dealt + pinned[:n]:
+        for genome, origin, note in dealt + pinned[:n_seeds]:
             islands = [i for i in self.islands if i.family == genome.family]
             if not islands or genome.id in self.proposed:
                 continue

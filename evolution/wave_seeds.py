@@ -1,5 +1,5 @@
 """One-wave seeds (`population.wave_seeds`): tiles whose grid fills the most of the GPU's SMs in one wave,
-timed in a shape's first round on top of its other seeds.
+timed in a shape's first round besides its other seeds (its screen grows by those found: evolve.py).
 
 The vendor fits its tiles to the SM count this way (nvjet's 72x128, 144x128, 192x128 ... on 132 SMs), and the
 hand-picked seeds and other shapes' halls often hold no such tile for a new shape. This is wave arithmetic: no

@@ -290,8 +290,9 @@ def check_config_file(folder: "str | Path", db: CampaignDB, config: Any = None) 
         write_config_file(folder, config, config_history(db))  # an extend/switch stopped before rewriting the file
         return
     try:
-        if isinstance(data, Mapping) and parse_campaign(dict(data), base_dir=folder, stored=True).resolved() == stored:
-            return  # written differently, same campaign
+        if isinstance(data, Mapping) and \
+                parse_campaign(dict(data), base_dir=folder, stored=True).resolved() == config.resolved():
+            return  # written differently (or with the defaults of settings recorded before an option existed): same
     except Exception:  # an invalid edit is still an edit: report its keys below
         pass
     diff = _flat_diff(stored, _plain(data) if isinstance(data, Mapping) else data)

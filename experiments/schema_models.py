@@ -89,9 +89,10 @@ class Population(Strict):
         "with a valid one-wave tile; docs/results/h200-unseen-8)")
     wave_cooperative: bool = Field(
         True, description="where sm90_lean gives fewer one-wave seeds than wave_seeds asks (no tile N one "
-        "warpgroup holds fills a wave: 1792^3, 2048^3), the rest are sm90_cutlass cooperative 128 x N or 256 x N "
-        "tiles with the persistent scheduler and a cluster of two, the grid that fills the most SMs in one "
-        "wave first (evolution/wave_seeds.py: cooperative_wave_seeds), where the campaign searches sm90_cutlass. "
+        "warpgroup holds fills a wave, as at 1792^3 and 2048^3, or the shape's families leave sm90_lean out), the "
+        "rest are sm90_cutlass cooperative 128 x N or 256 x N tiles with the persistent scheduler, in clusters of "
+        "two where a tile count is even, the grid that fills the most SMs in one wave first "
+        "(evolution/wave_seeds.py: cooperative_wave_seeds), where the campaign searches sm90_cutlass. "
         "Such tiles were the best the H200 benches recorded at 128x28672x4096, 256x12288x4096, 1024x4096x12288, "
         "2000^3, 768x2048x8192 and 384x3072x8192, and 2-6% behind the best at short-K shapes (3072x1280x1024)")
     max_stall_rounds: int = Field(10, ge=1, description="stop a shape after this many rounds without a new genome")

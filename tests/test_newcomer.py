@@ -259,6 +259,29 @@ def test_edited_campaign_yaml_is_refused_naming_the_keys(tmp_path):
     assert yaml.safe_load(path.read_text()) == yaml.safe_load(original)
 
 
+def test_a_rewritten_campaign_yaml_of_a_folder_recorded_before_an_option_is_no_edit(tmp_path):
+    # a folder whose recorded settings predate population.fit_knobs / wave_seeds / wave_cooperative: its
+    # campaign.yaml, written again from them, names each with the value the folder was created under
+    folder = tmp_path / "c"
+    from experiments.schema import load_campaign
+    create_campaign(load_campaign(_yaml(tmp_path)), folder)
+    stored = _meta(folder, "config")
+    for key in ("fit_knobs", "wave_seeds", "wave_cooperative"):
+        del stored["population"][key]
+    conn = _db(folder)
+    with conn:
+        conn.execute("UPDATE meta SET value=? WHERE key='config'", (json.dumps(stored),))
+    conn.close()
+    (folder / "campaign.yaml").unlink()
+    config, db = open_campaign(folder)           # writes campaign.yaml again
+    db.close()
+    written = yaml.safe_load((folder / "campaign.yaml").read_text())["population"]
+    assert (written["fit_knobs"], written["wave_seeds"], written["wave_cooperative"]) == (False, 0, False)
+    config, db = open_campaign(folder)           # and reads it back as the same campaign
+    db.close()
+    assert config.population.wave_seeds == 0 and config.population.wave_cooperative is False
+
+
 # -- extend ---------------------------------------------------------------------------------------------
 
 def test_extend_before_the_shapes_start_and_resume_uses_it(tmp_path):

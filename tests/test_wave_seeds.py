@@ -138,23 +138,6 @@ def test_a_campaign_times_the_cooperative_ones_on_top_of_its_first_round(tmp_pat
     assert [x for x in after if x[0] != WAVE_ORIGIN] == before       # the other seeds, as they were
 
 
-def test_without_a_screen_they_take_the_places_of_random_samples(tmp_path):
-    # half the first population from seeds, no screen, and fewer seeds than the population (three from the hall of
-    # fame of the shape before, no hand-picked ones): the one-wave seeds displace samples, never other seeds (they
-    # took two of the three seeds' places before session 39)
-    shapes, shape = ["4096x2048x1024", "1792x1792x1792"], "1792x1792x1792"   # the first has no one-wave tile
-    half = {"seed_fraction": 0.5, "screen": 0, "size": 6, "handpicked": False, "nearest_shapes": 1}
-    run(tmp_path / "zero", 0, shapes=shapes, families=["sm90_cutlass"], **half)
-    run(tmp_path / "two", 2, shapes=shapes, families=["sm90_cutlass"], **half)
-    before, after = first_round(tmp_path / "zero", shape), first_round(tmp_path / "two", shape)
-    assert len(after) == len(before)
-    seeded = lambda ops: [x for x in ops if x[0] not in ("init_sample", WAVE_ORIGIN)]   # noqa: E731
-    assert seeded(after) == seeded(before) and seeded(before)
-    assert len([x for x in after if x[0] == WAVE_ORIGIN]) == 2
-    samples = lambda ops: len([x for x in ops if x[0] == "init_sample"])   # noqa: E731
-    assert samples(after) == samples(before) - 2
-
-
 def test_a_campaign_recorded_before_the_option_resumes_without_it(tmp_path):
     made = parse_campaign(small_config(population=POP), base_dir=tmp_path)
     assert made.population.wave_seeds == 2
