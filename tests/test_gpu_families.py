@@ -192,3 +192,27 @@ def test_multicast_slices_of_4_row_multiples_pass_the_gate(evaluator, shape):
         print(shape, g.short(), m.status, m.rel_error, m.acc_error, m.time_us)
     failed = [(g.short(), m.status, m.reason) for g, m in zip(genomes, results) if not m.ok]
     assert not failed, failed
+
+
+# population.wave_cooperative: shapes where no sm90_lean tile fills one wave (1792^3, 1152x3072x2048), a short-K one
+# whose 128x256 tile takes its pair along M (3072x1280x1024), and one whose tile counts are both odd (no cluster)
+WAVE_SHAPES = ["1792x1792x1792", "1152x3072x2048", "3072x1280x1024", "2304x2048x8192"]
+
+
+def cooperative_wave_genomes(shape: str) -> list:
+    """The two cooperative one-wave seeds a campaign times first at `shape` (evolution/wave_seeds.py)."""
+    from evolution.wave_seeds import cooperative_wave_seeds
+    space = FAMILIES.resolve("sm90_cutlass").space
+    return [g for g, _, _ in cooperative_wave_seeds(Problem.parse(shape), space, 132, 2)]
+
+
+@pytest.mark.parametrize("shape", WAVE_SHAPES)
+def test_cooperative_one_wave_seeds_pass_the_gate(evaluator, shape):
+    problem = Problem.parse(shape)
+    genomes = cooperative_wave_genomes(shape)
+    assert len(genomes) == 2
+    results = evaluator.evaluate(genomes, problem)
+    for g, m in zip(genomes, results):
+        print(shape, g.short(), m.status, m.rel_error, m.acc_error, m.time_us)
+    failed = [(g.short(), m.status, m.reason) for g, m in zip(genomes, results) if not m.ok]
+    assert not failed, failed
