@@ -42,6 +42,21 @@ def _valid(space: SearchSpace, problem: Problem, params: dict) -> "Genome | None
         return None
 
 
+def _first(made: Iterable[tuple["Genome | None", str]], count: int,
+           taken: "set[str] | None") -> list[tuple[Genome, str, str]]:
+    """The first `count` (genome, note) of `made` whose genome is valid (not None) and in neither `taken` nor an
+    earlier one, as one-wave seeds (`made` is drawn lazily: no genome past the last one taken is made)."""
+    out: list[tuple[Genome, str, str]] = []
+    seen = set(taken or ())
+    for genome, note in made:
+        if len(out) == count:
+            break
+        if genome is not None and genome.id not in seen:
+            seen.add(genome.id)
+            out.append((genome, WAVE_ORIGIN, note))
+    return out
+
+
 def wave_fit_seeds(problem: Problem, space: SearchSpace, n_sms: int, count: int,
                    taken: "set[str] | None" = None) -> list[tuple[Genome, str, str]]:
     """Up to `count` genomes of `space` (a family with one CTA per tile: sm90_lean) with 128 x N tiles, tile K 64,
@@ -55,17 +70,9 @@ def wave_fit_seeds(problem: Problem, space: SearchSpace, n_sms: int, count: int,
     grids = ((tiles_m * _ceil(problem.n, tile_n), tile_n) for tile_n in space.spec("tile_n").choices)
     fits = sorted((-ctas, tile_n) for ctas, tile_n in grids if ctas <= n_sms)
     base = dict(space.default_params(), tile_m=WAVE_TILE_M, tile_k=64, cluster_m=1, cluster_n=1, stages=0)
-    out: list[tuple[Genome, str, str]] = []
-    seen = set(taken or ())
-    for neg_ctas, tile_n in fits:
-        genome = _valid(space, problem, dict(base, tile_n=tile_n))
-        if genome is not None and genome.id not in seen:
-            seen.add(genome.id)
-            note = f"{WAVE_TILE_M}x{tile_n} tiles: {-neg_ctas} CTAs, one wave of {n_sms} SMs"
-            out.append((genome, WAVE_ORIGIN, note))
-        if len(out) == count:
-            break
-    return out
+    return _first(((_valid(space, problem, dict(base, tile_n=tile_n)),
+                    f"{WAVE_TILE_M}x{tile_n} tiles: {-neg_ctas} CTAs, one wave of {n_sms} SMs")
+                   for neg_ctas, tile_n in fits), count, taken)
 
 
 def _grid(problem: Problem, tile_m: int, tile_n: int, cluster: tuple[int, int]) -> int:
@@ -103,21 +110,19 @@ def cooperative_wave_seeds(problem: Problem, space: SearchSpace, n_sms: int, cou
             if COOPERATIVE_MIN_FILL * n_sms <= ctas <= n_sms:
                 candidates.append((-ctas, tile_n not in GMMA_BASE_N, -tile_m, tile_n, cluster))
     base = dict(space.default_params(), schedule="cooperative", scheduler="persistent", tile_k=64, stages=0)
-    out: list[tuple[Genome, str, str]] = []
-    seen = set(taken or ())
-    for neg_ctas, _, neg_m, tile_n, cluster in sorted(candidates):
-        tile = dict(base, tile_m=-neg_m, tile_n=tile_n)
+
+    def made(tile_m: int, tile_n: int, cluster: tuple[int, int]) -> "tuple[Genome | None, str]":
+        tile = dict(base, tile_m=tile_m, tile_n=tile_n)
         genome = _valid(space, problem, dict(tile, cluster_m=cluster[0], cluster_n=cluster[1])) \
             or _valid(space, problem, dict(tile, cluster_m=1, cluster_n=1))   # the pair where it is valid
-        if genome is not None and genome.id not in seen:
-            seen.add(genome.id)
-            cm, cn = genome.get("cluster_m"), genome.get("cluster_n")
-            grid = _grid(problem, -neg_m, tile_n, (cm, cn))
-            note = f"cooperative {-neg_m}x{tile_n} tiles, cluster {cm}x{cn}: {grid} CTAs, one wave of {n_sms} SMs"
-            out.append((genome, WAVE_ORIGIN, note))
-        if len(out) == count:
-            break
-    return out
+        if genome is None:
+            return None, ""
+        cm, cn = genome.get("cluster_m"), genome.get("cluster_n")
+        grid = _grid(problem, tile_m, tile_n, (cm, cn))
+        return genome, f"cooperative {tile_m}x{tile_n} tiles, cluster {cm}x{cn}: {grid} CTAs, one wave of {n_sms} SMs"
+
+    return _first((made(-neg_m, tile_n, cluster) for _, _, neg_m, tile_n, cluster in sorted(candidates)),
+                  count, taken)
 
 
 def one_wave_seeds(problem: Problem, spaces: Iterable[SearchSpace], n_sms: int, count: int, taken: "set[str]",
