@@ -16,4 +16,4 @@ from .sim_sm90 import model as sm90_model
 def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: DeviceSpec) -> SimBreakdown:
     as_sm90 = dict(params, schedule="pingpong")
     lean = replace(sp, pingpong_epilogue_hidden=0.0, prologue_us=sp.prologue_us * 0.5)
-    return sm90_model(as_sm90, problem, lean, dev)
+    return sm90_model(as_sm90, problem, lean, dev, persistent=False)

@@ -66,6 +66,19 @@ def usable_ctas(cluster_size: int, dev: DeviceSpec) -> int:
     return min(dev.n_sms, sum((g // cluster_size) * cluster_size for g in dev.gpc_sms))
 
 
+def persistent_ctas(cluster_size: int, dev: DeviceSpec) -> int:
+    """CTAs CUTLASS's sm90 persistent tile scheduler launches (`get_max_cta_occupancy`) when the kernel
+    leaves `KernelHardwareInfo::max_active_clusters` at 0, as the templates do: it assumes GPCs of 18 SMs,
+    so on 132 SMs it launches 29 clusters of 4 and 14 of 8 where the H200 runs 30 and 15. Never more
+    than the device runs at once (`usable_ctas`)."""
+    if cluster_size <= 1:
+        return dev.n_sms
+    per_gpc = 18
+    gpcs, residual = (1, 0) if dev.n_sms < per_gpc else divmod(dev.n_sms, per_gpc)
+    ctas = gpcs * (per_gpc - per_gpc % cluster_size) + residual - residual % cluster_size
+    return min(dev.n_sms, ctas, usable_ctas(cluster_size, dev))
+
+
 def log_swizzle(tiles_m: int, tiles_n: int, max_swizzle: int) -> int:
     """CUTLASS sm90 tile scheduler's swizzle choice (get_log_swizzle_size)."""
     small = min(tiles_m, tiles_n)
@@ -236,8 +249,13 @@ def schedule_time_us(mode: str, n_units: int, ctas: int, k_iters: int, t_iter: f
     return t, workers
 
 
-def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: DeviceSpec) -> SimBreakdown:
-    """Simulated device time of an sm90_cutlass configuration (a valid, normalised param dict)."""
+def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: DeviceSpec,
+          persistent: bool = True) -> SimBreakdown:
+    """Simulated device time of an sm90_cutlass configuration (a valid, normalised param dict).
+    `persistent` False: a kernel of one CTA per tile (sm90_lean), whose grid the hardware schedules; from
+    model revision 3 its tile grid is padded to whole clusters only (not to the swizzle), and its clusters
+    are the ones the device runs at once. A persistent kernel's, from revision 3, are CUTLASS's
+    (`persistent_ctas`)."""
     M, N, K = problem.m, problem.n, problem.k
     tm, tn, tk = params["tile_m"], params["tile_n"], params["tile_k"]
     cm, cn = params["cluster_m"], params["cluster_n"]
@@ -249,10 +267,11 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     real_tiles = tiles_m * tiles_n
 
     # tiles: CUTLASS pads the tile grid to multiples of swizzle x cluster in each dimension
-    s = 1 << log_swizzle(tiles_m, tiles_n, params["swizzle"])
+    revised = dev.model_revision >= 3
+    s = 1 if revised and not persistent else 1 << log_swizzle(tiles_m, tiles_n, params["swizzle"])
     ptm = _cdiv(tiles_m, s * cm) * s * cm
     ptn = _cdiv(tiles_n, s * cn) * s * cn
-    ctas_max = usable_ctas(csize, dev)
+    ctas_max = persistent_ctas(csize, dev) if revised and persistent else usable_ctas(csize, dev)
     n_clusters = (ptm // cm) * (ptn // cn)
     slots = max(1, ctas_max // csize)
     ctas = min(ctas_max, n_clusters * csize)

@@ -23,8 +23,11 @@ META_KEY = "space_revision"
 # with the layout of before (sim_device.LEGACY_GPC_SMS), as it did when it ran, so its resume replays.
 # 2: skinny_mma's CTA generations (a CTA's chain of load rounds and reductions, once per wave of CTAs; session
 # 35). A campaign of an earlier revision prices skinny_mma as before (DeviceSpec.model_revision).
+# 3: the grids CUTLASS launches (session 40): a persistent kernel gets the clusters CUTLASS's scheduler assumes
+# fit (29 of 4 and 14 of 8 on the H200, which runs 30 and 15), and sm90_lean's grid of one CTA per tile is
+# padded to whole clusters only, not to the swizzle (sim_sm90.persistent_ctas).
 SEED_MODEL_KEY = "seed_model_revision"
-SEED_MODEL_REVISION = 2
+SEED_MODEL_REVISION = 3
 
 
 def creation_record() -> dict[str, int]:

@@ -982,16 +982,38 @@ def test_a_campaign_of_seed_model_revision_1_prices_skinny_mma_as_it_did(tmp_pat
     from evolution.campaign_spaces import SEED_MODEL_KEY, SEED_MODEL_REVISION, seed_model_device
     from evolution.db import CampaignDB
     from evaluator.sim_device import get_device
-    assert SEED_MODEL_REVISION == 2 == get_device("h200").model_revision   # a new campaign prices with the latest
+    assert SEED_MODEL_REVISION == get_device("h200").model_revision   # a new campaign prices with the latest
     data = _seed_model_campaign("skinny_mma", "8x14336x4096")
     first = {}
     for revision in (1, 2):
         folder = tmp_path / f"rev{revision}"
         create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
         db = CampaignDB(folder / "campaign.db")
-        if revision == 1:
-            db.set_meta({SEED_MODEL_KEY: 1})
+        db.set_meta({SEED_MODEL_KEY: revision})
         assert seed_model_device(db).model_revision == revision
         db.close()
         first[revision] = _first_round_then_replay(folder)
     assert first[1] != first[2]
+
+
+def test_a_campaign_of_seed_model_revision_2_prices_persistent_clusters_as_it_did(tmp_path):
+    """Revision 3 gives a persistent kernel the clusters CUTLASS launches (29 of 4, 14 of 8 on the H200), which
+    reorders sm90_cutlass's seeds at 5000x1000x3000 (its 256x192 cooperative tiles with clusters of 4 and 8 took
+    twice the pair's time there); a campaign created at revision 2 keeps the old order, so its resume replays."""
+    from evolution.campaign_spaces import SEED_MODEL_KEY, SEED_MODEL_REVISION, seed_model_device
+    from evolution.db import CampaignDB
+    assert SEED_MODEL_REVISION == 3
+    data = _seed_model_campaign("sm90_cutlass", "5000x1000x3000")
+    data["population"] = dict(data["population"], size=6, seed_fraction=1.0)   # room for the fourth seed
+    data["budget"] = {"evaluations_per_shape": 8}
+    first = {}
+    for revision in (2, 3):
+        folder = tmp_path / f"rev{revision}"
+        create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
+        db = CampaignDB(folder / "campaign.db")
+        if revision == 2:
+            db.set_meta({SEED_MODEL_KEY: 2})
+        assert seed_model_device(db).model_revision == revision
+        db.close()
+        first[revision] = _first_round_then_replay(folder)
+    assert first[2] != first[3]

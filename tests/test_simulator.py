@@ -10,6 +10,7 @@ import json
 import math
 import random
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -122,6 +123,56 @@ def test_h200_cluster_capacity_is_the_measured_one():
     g128 = Genome.from_dict({"family": "sm90_lean", "params": lean})
     g160 = Genome.from_dict({"family": "sm90_lean", "params": dict(lean, tile_n=160)})
     assert simulate_time_us(g128, "1000x1000x1000", SP) > 1.3 * simulate_time_us(g160, "1000x1000x1000", SP)
+
+
+def test_persistent_kernels_get_the_clusters_cutlass_launches():
+    """Model revision 3. CUTLASS's persistent scheduler, told only the SM count, assumes GPCs of 18 SMs and
+    launches 116 CTAs in clusters of 4 and 112 in clusters of 8 on 132 SMs (tile_scheduler_params.h,
+    get_max_cta_occupancy), one cluster fewer than the H200 runs. On the H200 at 5000x1000x3000
+    (docs/results/h200-cluster-capacity/benchKp3) the cooperative 256x192 tile, 120 tiles, took 60.5 us with
+    a cluster of 2 and 115-118 us with clusters of 4 and 8: the 30th (15th) cluster's tiles ran as a second
+    round. Revision 2 priced the three grids of exactly 30 (15) clusters (2x2, 4x1, 4x2) as the pair's; a campaign
+    created at it keeps that (seed_model_device). (1x4 and 2x4 pad 6 tiles along N to 8: two rounds either way.)"""
+    from dataclasses import replace
+    from evaluator.sim_device import get_device
+    from evaluator.sim_sm90 import persistent_ctas
+    dev = get_device("h200")
+    assert {size: persistent_ctas(size, dev) for size in (1, 2, 4, 8, 16)} == {1: 132, 2: 132, 4: 116, 8: 112, 16: 112}
+    old = replace(dev, model_revision=2)
+    path = Path(__file__).resolve().parent.parent / "docs/results/h200-cluster-capacity/benchKp3/bench.json"
+    runs = [(k["genome"], k["measurement"]["device"]["median_us"])
+            for s in json.loads(path.read_text())["shapes"] for k in s["kernels"] if k["measurement"]["status"] == "ok"]
+    assert len(runs) == 29
+    times = {rev: [simulate_time_us(Genome.from_dict(g), "5000x1000x3000", device=d) for g, _ in runs]
+             for rev, d in ((3, dev), (2, old))}
+    measured = [us for _, us in runs]
+    assert spearman(times[3], measured) > 0.8 > 0.5 > spearman(times[2], measured)
+    coop = {(g["params"]["cluster_m"], g["params"]["cluster_n"]): i for i, (g, _) in enumerate(runs)
+            if g["params"]["schedule"] == "cooperative" and (g["params"]["tile_m"], g["params"]["tile_n"]) == (256, 192)}
+    assert len(coop) == 6 and min(measured[i] for c, i in coop.items() if c != (2, 1)) > 1.8 * measured[coop[2, 1]]
+    for cluster, i in coop.items():
+        if cluster != (2, 1):
+            assert times[3][i] > 1.6 * times[3][coop[2, 1]]
+            if cluster[1] != 4:
+                assert times[2][i] < 1.05 * times[2][coop[2, 1]]
+
+
+def test_a_lean_grid_is_padded_to_its_clusters_not_to_the_swizzle():
+    """sm90_lean runs one CTA per tile (CUTLASS's non-persistent kernel: the tile grid rounded up to whole
+    clusters), so its swizzle knob moves nothing. On the H200 the 64x160 tile with a 4x1 cluster at 1000^3 ran
+    at 0.936x and 0.938x the vendor with swizzle 1 and 8 (docs/results, session 27); revision 2 priced swizzle 8
+    at 2.3x, padding 112 CTAs to 120 and then to two waves."""
+    from dataclasses import replace
+    from evaluator.sim_device import get_device
+    lean = {"schedule": "ws", "tile_m": 64, "tile_n": 160, "tile_k": 64, "cluster_m": 4, "cluster_n": 1,
+            "stages": 0, "epilogue": "tma", "scheduler": "persistent", "raster": "heuristic", "swizzle": 1,
+            "splits": 1, "decomposition": "heuristic", "reduction": "deterministic"}
+    one, eight = (Genome.from_dict({"family": "sm90_lean", "params": dict(lean, swizzle=s)}) for s in (1, 8))
+    dev = get_device("h200")
+    t = {(s, rev): simulate_time_us(g, "1000x1000x1000", SP, device=d)
+         for s, g in ((1, one), (8, eight)) for rev, d in ((3, dev), (2, replace(dev, model_revision=2)))}
+    assert t[8, 3] == pytest.approx(t[1, 3]) and t[1, 3] == pytest.approx(t[1, 2])
+    assert t[8, 2] > 1.5 * t[1, 2]
 
 
 def test_split_k_and_stream_k_help_small_mn_with_large_k():
