@@ -255,7 +255,7 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     `persistent` False: a kernel of one CTA per tile (sm90_lean), whose grid the hardware schedules; from
     model revision 3 its tile grid is padded to whole clusters only (not to the swizzle), and its clusters
     are the ones the device runs at once. A persistent kernel's, from revision 3, are CUTLASS's
-    (`persistent_ctas`)."""
+    (`persistent_ctas`), unless it asks the device (cluster_grid occupancy)."""
     M, N, K = problem.m, problem.n, problem.k
     tm, tn, tk = params["tile_m"], params["tile_n"], params["tile_k"]
     cm, cn = params["cluster_m"], params["cluster_n"]
@@ -271,7 +271,8 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     s = 1 if revised and not persistent else 1 << log_swizzle(tiles_m, tiles_n, params["swizzle"])
     ptm = _cdiv(tiles_m, s * cm) * s * cm
     ptn = _cdiv(tiles_n, s * cn) * s * cn
-    ctas_max = persistent_ctas(csize, dev) if revised and persistent else usable_ctas(csize, dev)
+    cutlass_grid = revised and persistent and params.get("cluster_grid", "cutlass") == "cutlass"
+    ctas_max = persistent_ctas(csize, dev) if cutlass_grid else usable_ctas(csize, dev)
     n_clusters = (ptm // cm) * (ptn // cn)
     slots = max(1, ctas_max // csize)
     ctas = min(ctas_max, n_clusters * csize)

@@ -15,7 +15,9 @@ from typing import Any
 # 3: skinny_mma's k_interleave (the K splits take groups of k in turn) and l2_prefetch (session 35).
 # 4: the TMA families' multicast slices of 4-row multiples, not only whole 8-row swizzle atoms (a rule's version,
 #    `Rule.since` / `Rule.before`), and clusters of 8 CTAs along M or N (session 36).
-SPACE_REVISION = 4
+# 5: the persistent TMA families' cluster_grid (the clusters a persistent kernel launches: CUTLASS's estimate or the
+#    occupancy API's count; session 40).
+SPACE_REVISION = 5
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from .sm90_padded_space import C_ALIGN, _c_alignment, _direct_needs_nosmem, _fix
 
 FAMILY = "sm90_cpasync"
 FIXED = {"cluster_m": (1,), "cluster_n": (1,), "scheduler": ("persistent",), "splits": (1,),
-         "decomposition": ("heuristic",), "reduction": ("deterministic",)}
+         "decomposition": ("heuristic",), "reduction": ("deterministic",), "cluster_grid": ("cutlass",)}
 SCHEDULE = ParamSpec("schedule", ("ws", "pingpong", "cooperative"), ordered=False,
                      doc="ws: one CTA per tile, two producer warpgroups, one consumer (not persistent); "
                          "pingpong / cooperative: persistent, one producer warpgroup, two consumers")

@@ -62,6 +62,13 @@ PARAMS = (
                   "on tile N / 2 columns and every row (tile M any multiple of 64 from 128: 192, 320, 448; "
                   "each warpgroup re-reads the whole A tile; with C row-major tile N 128 or 256); its epilogue "
                   "stores 64 x tile N subtiles"),
+    # added in space revision 5 (session 40)
+    ParamSpec("cluster_grid", ("cutlass", "occupancy"), ordered=False, implicit=True, revision=5,
+              doc="how many clusters a persistent kernel launches: cutlass = CUTLASS's estimate from the SM count "
+                  "(GPCs of 18 SMs: 29 clusters of 4 and 14 of 8 on 132 SMs, where an H200 runs 30 and 15), "
+                  "occupancy = what cudaOccupancyMaxActiveClusters says this kernel runs at once (asked once per "
+                  "device); the same grid with clusters of 1 or 2 and for the ws schedule, which is not "
+                  "persistent (normalised to cutlass there)"),
 )
 # a derived family whose kernels were never built with an explicit epilogue subtile pins it (`derived_params`)
 AUTO_EPILOGUE_TILE = {"epilogue_tile": ("auto",)}
@@ -380,6 +387,8 @@ RULES = (
 
 def _normalise_runtime(p: Params) -> Params:
     """Knobs the kernel ignores take their neutral value, so equal kernels share one id."""
+    if p.get("cluster_grid", "cutlass") != "cutlass" and (p["cluster_m"] * p["cluster_n"] < 4 or p["schedule"] == "ws"):
+        p["cluster_grid"] = "cutlass"   # CUTLASS's estimate is the device's (132 CTAs), or no persistent grid
     if p["scheduler"] != "streamk":
         p["splits"] = 1
         p["decomposition"] = "heuristic"

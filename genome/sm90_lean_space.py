@@ -16,7 +16,7 @@ from .space import ParamSpec, Params, Rule, SearchSpace
 
 FAMILY = "sm90_lean"
 FIXED = {"schedule": ("ws",), "scheduler": ("persistent",), "splits": (1,), "decomposition": ("heuristic",),
-         "reduction": ("deterministic",)}
+         "reduction": ("deterministic",), "cluster_grid": ("cutlass",)}
 knobs = _sm90.knobs
 
 # sm90_lean's schedule as a third choice beside sm90_cutlass's two, for families that offer all three

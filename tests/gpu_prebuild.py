@@ -47,6 +47,7 @@ def gpu_test_genomes() -> list[Genome]:
     out.update((g.id, g) for g in test_gpu_families.wg_split_genomes())
     out.update((g.id, g) for g in test_gpu_families.interleave_genomes())   # cluster_k: a runtime knob
     out.update((g.id, g) for g in test_gpu_families.multicast_slice_genomes())
+    out.update((g.id, g) for g in test_gpu_families.cluster_grid_genomes())
     for shape in test_gpu_families.WAVE_SHAPES:
         out.update((g.id, g) for g in test_gpu_families.cooperative_wave_genomes(shape))
     out.update((g.id, g) for g in short_campaign_genomes())

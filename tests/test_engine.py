@@ -516,7 +516,9 @@ def test_a_round_that_waits_on_builds_is_priced_as_one_and_no_shape_is_left_at_z
     # and the last shapes ended at 0 evaluations
     assert all(st.evaluations > 0 for st in states.values()), {n: st.evaluations for n, st in states.items()}
     log = (tmp_path / "c" / "campaign.log").read_text()
-    assert "the next round waits on nvcc" in log
+    # a whole round left out, or the genomes of one that wait on nvcc (its built ones measured): which one depends
+    # on the path of the search
+    assert "the next round waits on nvcc" in log or " of its genomes wait on nvcc " in log
     # a resume replays the record: it measures nothing and decides nothing again
     before = fingerprint(tmp_path / "c")
     _, again = run(tmp_path / "c", data, evaluator=BuildsNewKernels(BUILD_S, seed=7, fail_rate=0.0), mode="resume")
@@ -928,6 +930,7 @@ def test_a_campaign_that_recorded_no_revision_takes_the_one_its_genomes_name(tmp
         assert recorded_revision(db, fams) == SPACE_REVISION
         db.conn.execute("DELETE FROM meta WHERE key='space_revision'")
         assert {"pdl", "reduce"} & db.named_params()["sm90_splitk"]      # its search drew them
+        db.conn.execute("UPDATE genomes SET json = json_remove(json, '$.params.cluster_grid')")   # revision 5's
         assert recorded_revision(db, fams) == 1
         db.conn.execute("UPDATE genomes SET json = json_remove(json, '$.params.pdl', '$.params.reduce')")
         assert recorded_revision(db, fams) == 0

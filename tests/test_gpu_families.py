@@ -216,3 +216,39 @@ def test_cooperative_one_wave_seeds_pass_the_gate(evaluator, shape):
         print(shape, g.short(), m.status, m.rel_error, m.acc_error, m.time_us)
     failed = [(g.short(), m.status, m.reason) for g, m in zip(genomes, results) if not m.ok]
     assert not failed, failed
+
+
+def cluster_grid_genomes() -> list:
+    """Persistent kernels with clusters of 4 and 8 that ask the device how many clusters it runs (cluster_grid
+    occupancy): ping-pong, cooperative, stream-K, sm90_splitk and sm90_swapab; with two of their twins that
+    leave it to CUTLASS's estimate, for the printed times."""
+    from genome import Genome
+    cases = [("sm90_cutlass", dict(schedule="pingpong", tile_m=128, tile_n=128, cluster_m=1, cluster_n=4)),
+             ("sm90_cutlass", dict(schedule="cooperative", tile_m=256, tile_n=192, cluster_m=2, cluster_n=2)),
+             ("sm90_cutlass", dict(schedule="cooperative", tile_m=128, tile_n=128, cluster_m=2, cluster_n=4)),
+             ("sm90_cutlass", dict(schedule="cooperative", tile_m=128, tile_n=128, cluster_m=2, cluster_n=2,
+                                   scheduler="streamk", decomposition="stream_k")),
+             ("sm90_splitk", dict(schedule="pingpong", tile_m=64, tile_n=128, cluster_m=2, cluster_n=2, ksplit=2)),
+             ("sm90_swapab", dict(schedule="cooperative", tile_m=128, tile_n=128, cluster_m=4, cluster_n=1))]
+    out = []
+    for i, (family, params) in enumerate(cases):
+        space = FAMILIES.resolve(family).space
+        base = {**space.default_params(), "tile_k": 64, **params}
+        out.append(space.validate(Genome.make(family, space.canonical({**base, "cluster_grid": "occupancy"}))))
+        if i < 2:
+            out.append(space.validate(Genome.make(family, space.canonical(base))))
+    return out
+
+
+# 1280^3: 10 x 12 tiles of 128x128 in clusters of 1x4, 30 clusters; 5000x1000x3000: 20 x 6 tiles of 256x192 in
+# clusters of 2x2, 30; 777x2056x1032: ragged M, N and K
+@pytest.mark.parametrize("shape", ["1280x1280x1280", "5000x1000x3000", "777x2056x1032"])
+def test_cluster_grid_occupancy_kernels_pass_the_gate(evaluator, shape):
+    problem = Problem.parse(shape)
+    genomes = [g for g in cluster_grid_genomes() if FAMILIES.resolve(g.family).space.is_valid(g, problem)]
+    assert len(genomes) >= 6
+    results = evaluator.evaluate(genomes, problem)
+    for g, m in zip(genomes, results):
+        print(shape, g.short(), m.status, m.rel_error, m.acc_error, m.time_us)
+    failed = [(g.short(), m.status, m.reason) for g, m in zip(genomes, results) if not m.ok]
+    assert not failed, failed
