@@ -14,8 +14,12 @@ The model (each term is a named function below; every coefficient lives in `SimP
        + split-K reduction
 
 * compute critical path (`schedule_time_us`): the persistent scheduler deals tiles (padded to
-  cluster x swizzle multiples, as CUTLASS does) to the CTAs that can co-reside (`usable_ctas`:
-  a cluster must fit in one GPC); a CTA's time is its tile count x (mainloop + exposed epilogue).
+  cluster x swizzle multiples, as CUTLASS does) to the CTAs it launches (`persistent_ctas`: CUTLASS's
+  estimate from the SM count; `usable_ctas`, the clusters the device runs at once, with cluster_grid
+  occupancy); a CTA's time is its tile count x (mainloop + exposed epilogue). A kernel of one CTA per tile
+  (sm90_lean, `persistent=False`) has its tiles padded to whole clusters only, in the hardware's order (M
+  fastest), in waves of `usable_ctas`. (Model revision 2, kept for older campaigns: every kernel as a
+  persistent one on `usable_ctas`.)
   Stream-K spreads the K iterations evenly over the SMs (hybrid data-parallel + stream-K under
   the heuristic decomposition) and pays a fixup per partial tile; split-K multiplies the tile
   count and adds a reduction through an fp32 workspace.
@@ -68,7 +72,7 @@ def usable_ctas(cluster_size: int, dev: DeviceSpec) -> int:
 
 def persistent_ctas(cluster_size: int, dev: DeviceSpec) -> int:
     """CTAs CUTLASS's sm90 persistent tile scheduler launches (`get_max_cta_occupancy`) when the kernel
-    leaves `KernelHardwareInfo::max_active_clusters` at 0, as the templates do: it assumes GPCs of 18 SMs,
+    leaves `KernelHardwareInfo::max_active_clusters` at 0 (cluster_grid cutlass): it assumes GPCs of 18 SMs,
     so on 132 SMs it launches 29 clusters of 4 and 14 of 8 where the H200 runs 30 and 15. Never more
     than the device runs at once (`usable_ctas`)."""
     if cluster_size <= 1:
@@ -266,7 +270,8 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     tiles_m, tiles_n = _cdiv(M, tm), _cdiv(N, tn)
     real_tiles = tiles_m * tiles_n
 
-    # tiles: CUTLASS pads the tile grid to multiples of swizzle x cluster in each dimension
+    # tiles: CUTLASS's persistent scheduler pads the tile grid to multiples of swizzle x cluster in each dimension
+    # (from revision 3, a kernel of one CTA per tile to whole clusters only)
     revised = dev.model_revision >= 3
     s = 1 if revised and not persistent else 1 << log_swizzle(tiles_m, tiles_n, params["swizzle"])
     ptm = _cdiv(tiles_m, s * cm) * s * cm
@@ -294,7 +299,8 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
                 mode = "hybrid" if n_clusters > slots else "stream_k"
 
     # memory traffic
-    order = raster_order(params["raster"], tiles_m, tiles_n)
+    # a kernel of one CTA per tile ignores the raster knob: its CTAs start in the hardware's order, M fastest
+    order = "along_m" if revised and not persistent else raster_order(params["raster"], tiles_m, tiles_n)
     work_ctas = ctas if mode != "split_k" else min(ctas_max, real_tiles * splits)
     l2_bytes, dram_operand = traffic_bytes(problem, tm, tn, cm, cn, work_ctas, splits, order, s, sp, dev)
     l2_bytes *= row_pitch_factor(K, sp)

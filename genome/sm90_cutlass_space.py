@@ -386,9 +386,12 @@ RULES = (
 
 
 def _normalise_runtime(p: Params) -> Params:
-    """Knobs the kernel ignores take their neutral value, so equal kernels share one id."""
+    """Knobs the kernel ignores take their neutral value, so equal kernels share one id; so does cluster_grid
+    where the grid is the same either way: clusters of 1 or 2 CTAs, whose count CUTLASS's estimate gets right
+    on the 132-SM H100 and H200 (GPCs of 18 SMs and one of 6: 132 CTAs either way; another SM count or GPC
+    layout could differ), and the ws schedule, which has no persistent grid."""
     if p.get("cluster_grid", "cutlass") != "cutlass" and (p["cluster_m"] * p["cluster_n"] < 4 or p["schedule"] == "ws"):
-        p["cluster_grid"] = "cutlass"   # CUTLASS's estimate is the device's (132 CTAs), or no persistent grid
+        p["cluster_grid"] = "cutlass"
     if p["scheduler"] != "streamk":
         p["splits"] = 1
         p["decomposition"] = "heuristic"

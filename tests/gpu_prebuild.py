@@ -33,7 +33,7 @@ def gpu_test_genomes() -> list[Genome]:
         out.update((g.id, g) for _, g in fam.seeds() if fam.space.is_valid(g, problem))
     out.update((g.id, g) for g in test_gpu.genomes(test_gpu.SEEDS))
     for case in test_gpu_abi_host_path.CASES:
-        g = dict(fams.resolve(case.family).seeds())[case.seed]
+        g = case.genome()
         out[g.id] = g
     splitk, problem = fams.resolve("sm90_splitk"), Problem.parse("64x64x4096")  # test_gpu_export's campaign
     out.update((g.id, g) for _, g in splitk.seeds() if splitk.space.is_valid(g, problem))

@@ -67,6 +67,27 @@ def test_the_model_gives_it_the_clusters_the_device_runs():
         assert estimated > 1.6 * pair and asked < 1.05 * pair, (cm, cn)
 
 
+# sha1 of the ids (and the next random number) that 12 seeds' sample, mutate(n_changes=2) and crossover drew from
+# each family's space with the code before cluster_grid (commit e211120)
+REVISION_4_DRAWS = {"sm90_cutlass": "d1fe12958dbd4717a886b502975d2bd5c6a389d6",
+                    "sm90_splitk": "76e99448434cec1cf57fd30197b875aa46f63b6e",
+                    "sm90_swapab": "fb5709f421c810572de30866f899204c7348e4ba",
+                    "sm90_padded": "62cd239bbe00bdc34ac13bc357f25f77506280e7"}
+
+
+@pytest.mark.parametrize("family", sorted(REVISION_4_DRAWS))
+def test_a_space_as_of_revision_4_draws_what_the_code_before_it_drew(family):
+    import hashlib
+    space, ids = get_space(family).as_of(4), []
+    for seed in range(12):
+        rng = random.Random(seed)
+        x = space.sample(rng)
+        y = space.mutate(x, rng, n_changes=2)
+        z = space.crossover(y, space.sample(rng), rng)
+        ids += [x.id, y.id, z.id, f"{rng.random():.12f}"]
+    assert hashlib.sha1(" ".join(ids).encode()).hexdigest() == REVISION_4_DRAWS[family]
+
+
 def test_a_campaign_of_revision_4_draws_as_before_it():
     """A space as of revision 4 is the space before cluster_grid: the same samples, mutations and crossovers
     from the same seeds (so such a campaign's resume by replay stays as it was); the current space reaches

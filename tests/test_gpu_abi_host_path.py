@@ -30,15 +30,24 @@ class Case:
     seed: str
     shapes: tuple[str, str]
     workspace: bool = False   # the kernel needs a workspace on these shapes (stream-K or split-K)
+    changes: tuple = ()       # (parameter, value) pairs the seed is taken with
 
     @property
     def key(self) -> str:
-        return f"{self.family}/{self.seed}"
+        return f"{self.family}/{self.seed}" + "".join(f"/{k}={v}" for k, v in self.changes)
+
+    def genome(self):
+        family = FAMILIES.resolve(self.family)
+        seed = dict(family.seeds())[self.seed]
+        return family.space.validate(seed.with_params(**dict(self.changes))) if self.changes else seed
 
 
 CASES = [
     Case("sm90_cutlass", "coop_128x256x64_c2x1", ("512x1024x512", "384x768x256")),          # cluster launch
     Case("sm90_cutlass", "coop_128x64x128_sk_streamk", ("256x256x4096", "128x384x2048"), workspace=True),
+    # stream-K in clusters of 4 with the device's cluster count (cluster_grid occupancy: asked on the first call)
+    Case("sm90_cutlass", "coop_128x64x128_sk_streamk", ("256x256x4096", "128x384x2048"), workspace=True,
+         changes=(("cluster_m", 2), ("cluster_n", 2), ("cluster_grid", "occupancy"))),
     Case("sm90_splitk", "pp_64x128x64_k4", ("256x512x4096", "128x256x2048"), workspace=True),
     Case("sm90_padded", "pp_64x128x64_c1x1", ("1000x1000x999", "1023x1023x1024"), workspace=True),
     Case("sm90_lean", "ws_128x96x64_c1x2", ("256x384x512", "128x192x256")),                 # cluster launch
@@ -53,7 +62,7 @@ CASES = [
 def libraries(kernel_cache):
     """The kernels of CASES, built once (in parallel): case key -> BuildResult."""
     from evaluator.compile import Compiler
-    genomes = [dict(FAMILIES.resolve(c.family).seeds())[c.seed] for c in CASES]
+    genomes = [c.genome() for c in CASES]
     compiler = Compiler.default(kernel_cache)
     try:
         results = compiler.build_many(genomes)
@@ -70,7 +79,7 @@ def kernel_of(libraries, case: Case, tmp_path=None):
     assert build.ok, (case.key, build.reason)
     path = build.library
     if tmp_path is not None:
-        path = str(tmp_path / f"fresh_{case.family}_{case.seed}.so")
+        path = str(tmp_path / f"fresh_{case.key.replace('/', '_').replace('=', '-')}.so")
         shutil.copyfile(build.library, path)
     return EvoKernel(path, build.knobs)
 

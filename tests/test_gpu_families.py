@@ -252,3 +252,29 @@ def test_cluster_grid_occupancy_kernels_pass_the_gate(evaluator, shape):
         print(shape, g.short(), m.status, m.rel_error, m.acc_error, m.time_us)
     failed = [(g.short(), m.status, m.reason) for g, m in zip(genomes, results) if not m.ok]
     assert not failed, failed
+
+
+def test_cluster_grid_occupancy_kernels_are_told_the_clusters_the_device_runs():
+    """Each cluster_grid occupancy kernel's query (evogemm_active_clusters, outside the C ABI) gives a count the
+    device holds at once; on a 132-SM H100/H200 more CTAs than CUTLASS's estimate launches (116 in clusters of 4,
+    112 in clusters of 8; the H200 runs 30 and 15 clusters). Without it the gate test above would also pass with a
+    query that silently failed (CUTLASS's estimate then stands)."""
+    import ctypes
+    import torch
+    from evaluator.compile import Compiler
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    compiler = Compiler.default()          # EVOGEMM_CACHE: where tests/gpu_prebuild.py built them
+    try:
+        occupancy = [g for g in cluster_grid_genomes() if g.param_dict.get("cluster_grid") == "occupancy"]
+        builds = compiler.build_many(occupancy)
+    finally:
+        compiler.close()
+    for g, build in zip(occupancy, builds):
+        assert build.ok, (g.short(), build.reason)
+        p = FAMILIES.resolve(g.family).space.params_of(g)
+        size = p["cluster_m"] * p["cluster_n"]
+        count = ctypes.CDLL(build.library).evogemm_active_clusters()
+        print(g.short(), "cluster of", size, "->", count, "clusters at once")
+        assert 0 < count * size <= sms, (g.short(), count)
+        if sms == 132:
+            assert count * size > {4: 116, 8: 112}[size], (g.short(), count)

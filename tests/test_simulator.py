@@ -173,6 +173,14 @@ def test_a_lean_grid_is_padded_to_its_clusters_not_to_the_swizzle():
          for s, g in ((1, one), (8, eight)) for rev, d in ((3, dev), (2, replace(dev, model_revision=2)))}
     assert t[8, 3] == pytest.approx(t[1, 3]) and t[1, 3] == pytest.approx(t[1, 2])
     assert t[8, 2] > 1.5 * t[1, 2]
+    # nor its raster knob: its CTAs start in the hardware's order (blockIdx.x, M, fastest); revision 2 priced
+    # 128x128 tiles at 16384x2048x8192 25% apart by it
+    tile = dict(lean, tile_m=128, tile_n=128, cluster_m=2)
+    by_raster = {(r, rev): simulate_time_us(Genome.from_dict({"family": "sm90_lean", "params": dict(tile, raster=r)}),
+                                            "16384x2048x8192", SP, device=d)
+                 for r in ("heuristic", "along_m", "along_n") for rev, d in ((3, dev), (2, replace(dev, model_revision=2)))}
+    assert by_raster["heuristic", 3] == pytest.approx(by_raster["along_m", 3]) == pytest.approx(by_raster["along_n", 3])
+    assert by_raster["along_m", 2] > 1.1 * by_raster["along_n", 2]
 
 
 def test_split_k_and_stream_k_help_small_mn_with_large_k():
