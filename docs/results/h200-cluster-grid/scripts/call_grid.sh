@@ -9,7 +9,8 @@ T0=$(date +%s)
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .kc/whl/*.whl || exit 9
 tar xJf .kc/s40/cache_grid.txz -C .kc/s40 || exit 8
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 EVOGEMM_CACHE=$PWD/.kc/s40/cache_grid
-R=/tmp/res; mkdir -p $R; trap "tar czf $OUT/res.tgz -C /tmp res" EXIT
+# its own results folder and archive, so that another experiment's script can run after it in the same call
+R=/tmp/res-grid; mkdir -p $R; trap "tar czf $OUT/res-grid.tgz -C /tmp res-grid" EXIT
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv > $R/gpu.txt 2>&1
 # the ABI host-path test builds its ten kernels itself (about a minute on 16 cores); -k keeps its occupancy case
 timeout 300 python -m pytest -q -m gpu -s tests/test_gpu_families.py tests/test_gpu_abi_host_path.py \
