@@ -4,8 +4,10 @@ At each shape: the three sm90_cutlass persistent tiles (ping-pong or cooperative
 simulator (model revision 3) prices fastest with cluster_grid occupancy among those whose grid CUTLASS's estimate
 runs in more rounds than the device's count (29 against 30 clusters of 4, 14 against 15 of 8), each with its twin
 that leaves the count to CUTLASS (../kernels/cutlass); at the control shape 4096^3 the three fastest whose rounds are
-the same either way. ../kernels/refs: the best recorded kernel at each shape (every gated measurement under
-docs/results, the median over benches of speedup against the best vendor baseline). python make_genomes.py"""
+the same either way. Also, at each shape, the fastest recorded sm90_cutlass kernel whose rounds CUTLASS's count
+raises (`*-recorded-*`: its measured time is known) and its occupancy twin. ../kernels/refs: the best recorded kernel
+at each shape (every gated measurement under docs/results, the median over benches of speedup against the best
+vendor baseline). python make_genomes.py"""
 import collections
 import glob
 import json
@@ -51,7 +53,9 @@ def candidates(problem: Problem, differ: bool) -> list[Genome]:
     return [g for _, _, g in sorted(out, key=lambda t: t[:2])[:3]]
 
 
-def best_recorded() -> dict[str, dict]:
+def recorded() -> "tuple[dict[str, dict], dict[str, dict[str, float]], dict[str, dict]]":
+    """(best recorded genome a shape, median speedup a shape and genome id, genome by id) over every gated
+    measurement under docs/results."""
     timed = collections.defaultdict(lambda: collections.defaultdict(list))
     genomes = {}
     for f in glob.glob(str(RESULTS / "**" / "*.json"), recursive=True):
@@ -71,11 +75,24 @@ def best_recorded() -> dict[str, dict]:
                 if us and not k["genome"]["params"].get("gemm_pdl") and not k["genome"].get("patches"):
                     timed[shape["problem"]][k["genome"]["id"]].append(min(vendor) / us)
                     genomes[k["genome"]["id"]] = k["genome"]
-    best = {}
-    for shape, ks in timed.items():
-        gid = max(ks, key=lambda i: (sorted(ks[i])[len(ks[i]) // 2], i))
-        best[shape] = genomes[gid]
-    return best
+    medians = {shape: {i: sorted(v)[len(v) // 2] for i, v in ks.items()} for shape, ks in timed.items()}
+    best = {shape: genomes[max(ms, key=lambda i: (ms[i], i))] for shape, ms in medians.items()}
+    return best, medians, genomes
+
+
+def recorded_pair(problem: Problem, medians: dict[str, float], genomes: dict[str, dict]) -> "Genome | None":
+    """The fastest recorded sm90_cutlass kernel at `problem` whose rounds CUTLASS's count raises, if any."""
+    found = []
+    for gid, ratio in medians.items():
+        g = Genome.from_dict(genomes[gid])
+        if g.family != "sm90_cutlass" or g.patches:
+            continue
+        p = SPACE.params_of(g)
+        if p["cluster_m"] * p["cluster_n"] in ROUNDS and p["schedule"] != "ws":
+            a, b = rounds(problem, g)
+            if a > b:
+                found.append((ratio, gid, g))
+    return max(found, key=lambda t: t[:2])[2] if found else None
 
 
 def main() -> None:
@@ -91,12 +108,19 @@ def main() -> None:
                   SPACE.params_of(g)["tile_m"], SPACE.params_of(g)["tile_n"], SPACE.params_of(g)["cluster_m"],
                   SPACE.params_of(g)["cluster_n"], round(simulate_time_us(g, problem), 1),
                   round(simulate_time_us(twin, problem), 1))
-    best = best_recorded()
+    best, medians, genomes = recorded()
     for shape in SHAPES + [CONTROL]:
         if shape in best:
             g = Genome.from_dict(best[shape])
             g.save(OUT / "refs" / f"{shape}-{g.id[:8]}.json")
             print("ref", shape, g.id[:8], g.family)
+        # the fastest recorded kernel whose rounds CUTLASS's count raises, and its occupancy twin
+        twin = recorded_pair(Problem.parse(shape), medians.get(shape, {}), genomes)
+        if twin is not None:
+            asked = SPACE.validate(twin.with_params(cluster_grid="occupancy"))
+            twin.save(OUT / "cutlass" / f"{shape}-recorded-{twin.id[:8]}.json")
+            asked.save(OUT / "occupancy" / f"{shape}-recorded-{asked.id[:8]}.json")
+            print("recorded", shape, twin.id[:8], round(medians[shape][twin.id], 3), asked.id[:8])
 
 
 if __name__ == "__main__":
