@@ -25,7 +25,8 @@ META_KEY = "space_revision"
 # 35). A campaign of an earlier revision prices skinny_mma as before (DeviceSpec.model_revision).
 # 3: the grids CUTLASS launches (session 40): a persistent kernel gets the clusters CUTLASS's scheduler assumes
 # fit (29 of 4 and 14 of 8 on the H200, which runs 30 and 15), and sm90_lean's grid of one CTA per tile is
-# padded to whole clusters only, not to the swizzle (sim_sm90.persistent_ctas).
+# padded to whole clusters only, not to the swizzle, and starts in the hardware's order whatever its raster knob
+# (sim_sm90.persistent_ctas).
 SEED_MODEL_KEY = "seed_model_revision"
 SEED_MODEL_REVISION = 3
 
