@@ -999,15 +999,15 @@ def test_a_campaign_of_seed_model_revision_1_prices_skinny_mma_as_it_did(tmp_pat
     assert first[1] != first[2]
 
 
-def test_a_campaign_of_seed_model_revision_2_prices_persistent_clusters_as_it_did(tmp_path):
-    """Revision 3 gives a persistent kernel the clusters CUTLASS launches (29 of 4, 14 of 8 on the H200), which
-    reorders sm90_cutlass's seeds at 5000x1000x3000 (its 256x192 cooperative tiles with clusters of 4 and 8 took
-    twice the pair's time there); a campaign created at revision 2 keeps the old order, so its resume replays."""
+def test_a_campaign_of_seed_model_revision_2_prices_the_grids_as_it_did(tmp_path):
+    """Revision 3 prices the grids CUTLASS launches: a persistent kernel's clusters as CUTLASS counts them, and
+    sm90_lean's grid of one CTA per tile in the hardware's order whatever its raster knob, which reorders sm90_lean's
+    seeds at 16384x2048x8192; a campaign created at revision 2 keeps the old order, so its resume replays."""
     from evolution.campaign_spaces import SEED_MODEL_KEY, SEED_MODEL_REVISION, seed_model_device
     from evolution.db import CampaignDB
     assert SEED_MODEL_REVISION == 3
-    data = _seed_model_campaign("sm90_cutlass", "5000x1000x3000")
-    data["population"] = dict(data["population"], size=6, seed_fraction=1.0)   # room for the fourth seed
+    data = _seed_model_campaign("sm90_lean", "16384x2048x8192")
+    data["population"] = dict(data["population"], size=6, seed_fraction=1.0)   # room for the seeds that move
     data["budget"] = {"evaluations_per_shape": 8}
     first = {}
     for revision in (2, 3):
