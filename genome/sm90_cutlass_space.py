@@ -13,15 +13,15 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from .problem import Problem
+from .sm90_resources import (BYTES_FP16, SMEM_BYTES_PER_BLOCK, acc_regs_per_thread, epilogue_smem_bytes,  # noqa: F401
+                             epilogue_tile, max_stages, smem_bytes, split_n, stage_bytes)
 from .space import ParamSpec, Params, Rule, SearchSpace, ShapeRule
 
 FAMILY = "sm90_cutlass"
 
-SMEM_BYTES_PER_BLOCK = 232448  # 227 KB: the opt-in maximum on sm_90
 MAX_CLUSTER_CTAS = 8           # portable cluster size
 MAX_ACC_REGS = 192             # fp32 accumulator registers per consumer thread we allow
 MAX_TMA_BOX_ROWS = 256         # rows (and columns) of one TMA box (cuTensorMapEncodeTiled's boxDim limit)
-BYTES_FP16 = 2
 # The WGMMA widths CuTe's ss_op_selector (cute/arch/mma_sm90.hpp) offers without
 # CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED. The template defines that macro for any other tile N: without it
 # such a tile runs as several narrower WGMMAs (128x144 as nine 64x16 ones a k-step, at half the speed).
@@ -82,56 +82,6 @@ REDUCTION_CODES = {"deterministic": 0, "nondeterministic": 1}
 
 def _choices(name: str) -> tuple:
     return next(spec.choices for spec in PARAMS if spec.name == name)
-
-
-def split_n(p: Mapping[str, Any]) -> bool:
-    """Whether the cooperative schedule's two consumer warpgroups sit side by side along N."""
-    return p.get("wg_split", "m") == "n" and p["schedule"] == "cooperative"
-
-
-def epilogue_tile(p: Mapping[str, Any]) -> tuple[int, int]:
-    """The epilogue subtile: the genome's, or the one CUTLASS's EpilogueTileAuto picks
-    (sm90_compute_tile_shape_or_override); 64 x tile N with the warpgroups split along N (every subtile
-    must hold some of each warpgroup's accumulators)."""
-    from math import gcd
-    if split_n(p):
-        return 64, p["tile_n"]
-    explicit = p.get("epilogue_tile", "auto")
-    if explicit != "auto":
-        em, en = (int(x) for x in explicit.split("x"))
-        return em, en
-    tm, tn = p["tile_m"], p["tile_n"]
-    if p["schedule"] == "cooperative":
-        return min(128, tm), gcd(min(32, tn), tn)
-    return min(64, tm), gcd(min(32, tn), tn)
-
-
-def epilogue_smem_bytes(p: Mapping[str, Any]) -> int:
-    if p["epilogue"] != "tma":
-        return 0
-    em, en = epilogue_tile(p)
-    stages_d = 2
-    return stages_d * em * en * BYTES_FP16 + 256
-
-
-def stage_bytes(p: Mapping[str, Any]) -> int:
-    """Shared memory of one mainloop stage: an A tile and a B tile plus its pipeline barriers."""
-    return (p["tile_m"] + p["tile_n"]) * p["tile_k"] * BYTES_FP16 + 16
-
-
-def max_stages(p: Mapping[str, Any]) -> int:
-    return (SMEM_BYTES_PER_BLOCK - epilogue_smem_bytes(p) - 1024) // stage_bytes(p)
-
-
-def smem_bytes(p: Mapping[str, Any]) -> int:
-    stages = p["stages"] or max_stages(p)
-    return stages * stage_bytes(p) + epilogue_smem_bytes(p) + 1024
-
-
-def acc_regs_per_thread(p: Mapping[str, Any]) -> int:
-    """fp32 accumulators each consumer thread holds: cooperative splits the tile over two warpgroups."""
-    consumer_threads = 256 if p["schedule"] == "cooperative" else 128
-    return p["tile_m"] * p["tile_n"] // consumer_threads
 
 
 # -- rules ------------------------------------------------------------------------------------

@@ -1,0 +1,59 @@
+"""What an sm90 TMA + WGMMA tile costs in shared memory and registers, and how its warpgroups and epilogue are laid
+out: the arithmetic behind the sm90_cutlass space's resource rules (genome/sm90_cutlass_space.py re-exports it)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+SMEM_BYTES_PER_BLOCK = 232448  # 227 KB: the opt-in maximum on sm_90
+BYTES_FP16 = 2
+
+
+def split_n(p: Mapping[str, Any]) -> bool:
+    """Whether the cooperative schedule's two consumer warpgroups sit side by side along N."""
+    return p.get("wg_split", "m") == "n" and p["schedule"] == "cooperative"
+
+
+def epilogue_tile(p: Mapping[str, Any]) -> tuple[int, int]:
+    """The epilogue subtile: the genome's, or the one CUTLASS's EpilogueTileAuto picks
+    (sm90_compute_tile_shape_or_override); 64 x tile N with the warpgroups split along N (every subtile
+    must hold some of each warpgroup's accumulators)."""
+    from math import gcd
+    if split_n(p):
+        return 64, p["tile_n"]
+    explicit = p.get("epilogue_tile", "auto")
+    if explicit != "auto":
+        em, en = (int(x) for x in explicit.split("x"))
+        return em, en
+    tm, tn = p["tile_m"], p["tile_n"]
+    if p["schedule"] == "cooperative":
+        return min(128, tm), gcd(min(32, tn), tn)
+    return min(64, tm), gcd(min(32, tn), tn)
+
+
+def epilogue_smem_bytes(p: Mapping[str, Any]) -> int:
+    if p["epilogue"] != "tma":
+        return 0
+    em, en = epilogue_tile(p)
+    stages_d = 2
+    return stages_d * em * en * BYTES_FP16 + 256
+
+
+def stage_bytes(p: Mapping[str, Any]) -> int:
+    """Shared memory of one mainloop stage: an A tile and a B tile plus its pipeline barriers."""
+    return (p["tile_m"] + p["tile_n"]) * p["tile_k"] * BYTES_FP16 + 16
+
+
+def max_stages(p: Mapping[str, Any]) -> int:
+    return (SMEM_BYTES_PER_BLOCK - epilogue_smem_bytes(p) - 1024) // stage_bytes(p)
+
+
+def smem_bytes(p: Mapping[str, Any]) -> int:
+    stages = p["stages"] or max_stages(p)
+    return stages * stage_bytes(p) + epilogue_smem_bytes(p) + 1024
+
+
+def acc_regs_per_thread(p: Mapping[str, Any]) -> int:
+    """fp32 accumulators each consumer thread holds: cooperative splits the tile over two warpgroups."""
+    consumer_threads = 256 if p["schedule"] == "cooperative" else 128
+    return p["tile_m"] * p["tile_n"] // consumer_threads
