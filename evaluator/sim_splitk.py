@@ -1,7 +1,9 @@
 """The simulator model of the `sm90_splitk` family: the sm90_cutlass model of a problem with the
 same tiles and per-tile work (M rounded up to the tile, x ksplit rows; K / ksplit deep), plus the
 reduction launch (fp32 partial sums written, read back, fp16 C written; its chain of loads per thread
-shorter with the grouped reduction, its launch cheaper with pdl).
+shorter with the grouped reduction, its launch cheaper with pdl), or with `reduce: inkernel` the
+reduction in the GEMM's epilogue (no launch: the splits' wait for one another, and each CTA's share of
+the tile read back through L2, a chain of ksplit loads a quad).
 
 Each split reads its own K-slice of W, so the operands leave DRAM once in full (2MK + 2NK bytes),
 where the stacked problem holds one slice of W that all its rows share (2NK / ksplit): the model is
@@ -29,6 +31,25 @@ REDUCE_LOAD_US = 0.075
 PDL_SAVED_US = {"pingpong": 0.28, "cooperative": -0.26}
 
 
+# reduce inkernel: a split's count-in and wait on the tile's word (an atomic, then polling its neighbours' arrival
+# in L2) before its share of the tile is read back; and one L2 load latency a step of each thread's chain
+INKERNEL_WAIT_US = 0.6
+INKERNEL_LOAD_US = 0.012
+
+
+def inkernel_reduce_us(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: DeviceSpec) -> float:
+    """The in-kernel reduction's time after the mainloop: the wait, then each CTA's 1/ksplit of its tile, every
+    split's fp32 partial sums of it read back through L2 (they were just written there), fp16 C written. The
+    partial sums' writes are the epilogue the stacked problem's model already prices (as its C)."""
+    splits, tm, tn = int(params["ksplit"]), int(params["tile_m"]), int(params["tile_n"])
+    threads = 256 if params["schedule"] == "cooperative" else 128
+    quads_per_thread = -(-(tm * tn // 4) // (splits * threads))
+    tiles = -(-problem.m // tm) * -(-problem.n // tn)
+    read_back = 4.0 * splits * tiles * tm * tn + 2.0 * problem.m * problem.n
+    return (INKERNEL_WAIT_US + quads_per_thread * splits * INKERNEL_LOAD_US
+            + read_back / (dev.hbm_tbps * sp.l2_bw_ratio * 1e6))
+
+
 def reduce_groups(m: int, n: int, splits: int, n_sms: int) -> int:
     """Threads to a quad of C in the grouped reduction: templates/sm90_splitk's reduce_groups."""
     quads, groups = m * n // 4, 1
@@ -48,6 +69,10 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
         inner = sm90_model(params, stacked, replace(sp, l2_bw_ratio=sp.l2_bw_ratio / scale),
                            replace(dev, hbm_tbps=dev.hbm_tbps * scale))
         inner = replace(inner, dram_bytes=inner.dram_bytes + missing)
+    if params.get("reduce") == "inkernel":
+        reduce_us = inkernel_reduce_us(params, problem, sp, dev)
+        return replace(inner, total_us=inner.total_us + reduce_us, reduction_us=inner.reduction_us + reduce_us,
+                       mode="split_k")
     moved = (8.0 * splits + 2.0) * problem.m * problem.n
     groups = reduce_groups(problem.m, problem.n, splits, dev.n_sms) if params.get("reduce") == "grouped" else 1
     saved = PDL_SAVED_US.get(params["schedule"], 0.0) if int(params.get("pdl", 0)) else 0.0

@@ -1,5 +1,5 @@
 """The search space of the `sm90_splitk` family: sm90_cutlass with K split into a batch of fp32
-partial products and a reduction launch (templates/sm90_splitk).
+partial products and a reduction launch, or a reduction in the GEMM's epilogue (templates/sm90_splitk).
 
 Same tile parameters and rules as sm90_cutlass, the persistent scheduler only (the split is the
 batch, not stream-K), and one more runtime knob, `ksplit`. K must split into equal parts of a
@@ -23,10 +23,19 @@ KSPLIT = ParamSpec("ksplit", (2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64), kin
 PDL = ParamSpec("pdl", (0, 1), kind="compile", implicit=True, revision=1,
                 doc="launch the reduction as a programmatic dependent launch: its launch overlaps the GEMM's "
                     "epilogue, and it waits for the GEMM's results on the device")
-REDUCE = ParamSpec("reduce", ("serial", "grouped"), kind="compile", ordered=False, implicit=True, revision=1,
+REDUCE = ParamSpec("reduce", ("serial", "grouped", "inkernel"), kind="compile", ordered=False, implicit=True,
+                   revision=1, added=(("inkernel", 6),),
                    doc="the reduction's threads: one a quad of C walking every split (serial), or up to 32 a quad "
                        "each adding every n-th split, combined by warp shuffles (grouped: more loads in flight "
-                       "at a small M x N)")
+                       "at a small M x N); or no reduction launch: the splits of a tile add their partial sums in "
+                       "the GEMM's epilogue, each 1/ksplit of the tile, after waiting for one another (inkernel: one "
+                       "cooperative launch, every work tile resident at once)")
+
+# reduce inkernel: every split of a tile waits for the others, so all tiles x ksplit work tiles must be resident at
+# once, one a CTA (the persistent grid is at most the SMs). The template checks the device's SM count at run time;
+# the space holds the count of the H100 SXM and H200 (132), so that a search does not spend evaluations on what
+# cannot run there.
+INKERNEL_MAX_WORK_TILES = 132
 
 
 def knobs(params: Mapping[str, Any]) -> list[int]:
@@ -44,6 +53,37 @@ def _fix_persistent(p: Params, rng: random.Random) -> Params:
     return p
 
 
+def _inkernel_clusters(p):
+    if p.get("reduce") == "inkernel" and p["cluster_m"] * p["cluster_n"] != 1:
+        return "reduce inkernel runs on a cooperative launch of one-CTA clusters"
+    return None
+
+
+def _fix_inkernel_clusters(p: Params, rng: random.Random) -> Params:
+    p["cluster_m"] = p["cluster_n"] = 1
+    return p
+
+
+def _normalise_inkernel(p: Params) -> Params:
+    """With the in-kernel reduction there is no reduction launch to make dependent (pdl), no epilogue but its
+    own (epilogue), and the scheduler is unswizzled (swizzle): those knobs take their defaults."""
+    if p.get("reduce") == "inkernel":
+        p["pdl"] = 0
+        p["epilogue"] = "tma"
+        p["swizzle"] = 1
+    return p
+
+
+def _inkernel_resident(p, problem: Problem):
+    if p.get("reduce") != "inkernel":
+        return None
+    tiles = -(-problem.m // p["tile_m"]) * -(-problem.n // p["tile_n"])
+    if tiles * p["ksplit"] > INKERNEL_MAX_WORK_TILES:
+        return (f"reduce inkernel: {tiles} tiles x {p['ksplit']} splits is more work tiles than the "
+                f"{INKERNEL_MAX_WORK_TILES} SMs hold at once")
+    return None
+
+
 def _even_split(p, problem: Problem):
     if problem.k % (8 * p["ksplit"]):
         return (f"K={problem.k} does not split into {p['ksplit']} equal parts of a multiple of 8 "
@@ -57,10 +97,15 @@ def make_space() -> SearchSpace:
     base = _sm90.make_space(warpgroup_split=False)
     rules = tuple(r for r in base.rules if r.name != "splits-need-streamk") + (
         Rule("persistent-scheduler", "the persistent scheduler (the split is a batch)", _persistent,
-             _fix_persistent),)
+             _fix_persistent),
+        Rule("inkernel-clusters", "reduce inkernel: one-CTA clusters (a cooperative launch)", _inkernel_clusters,
+             _fix_inkernel_clusters))
     params = _sm90.derived_params(base.params, fixed=_sm90.AUTO_EPILOGUE_TILE)
     return replace(base, family=FAMILY, params=(*params, KSPLIT, PDL, REDUCE), rules=rules, shape_knobs=("ksplit",),
                    shape_rules=(ShapeRule("even-split", "K a multiple of 8 x ksplit, N a multiple of 8",
-                                          _even_split),),
+                                          _even_split),
+                                ShapeRule("inkernel-resident", "reduce inkernel: tiles x ksplit <= "
+                                          f"{INKERNEL_MAX_WORK_TILES} work tiles", _inkernel_resident)),
+                   normalisers=(*base.normalisers, _normalise_inkernel),
                    description="sm90_cutlass with K split into a batch of fp32 partial sums and a reduction "
                                "launch (few output tiles, long K)")

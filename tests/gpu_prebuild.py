@@ -19,13 +19,14 @@ from templates import family_registry  # noqa: E402
 
 def gpu_test_genomes() -> list[Genome]:
     """The union of the kernels test_gpu.py, test_gpu_families.py, test_gpu_abi_host_path.py,
-    test_gpu_dependent_launch.py and test_gpu_export.py build (planted kernels and the short campaigns'
+    test_gpu_dependent_launch.py, test_gpu_export.py and test_gpu_splitk_inkernel.py build (planted kernels and the short campaigns'
     seeds included), each once."""
     import planted
     import test_gpu
     import test_gpu_abi_host_path
     import test_gpu_dependent_launch
     import test_gpu_families
+    import test_gpu_splitk_inkernel
     fams = family_registry()
     out: dict[str, Genome] = {}
     for family, shape in test_gpu_families.FAMILY_SHAPES:
@@ -48,6 +49,7 @@ def gpu_test_genomes() -> list[Genome]:
     out.update((g.id, g) for g in test_gpu_families.interleave_genomes())   # cluster_k: a runtime knob
     out.update((g.id, g) for g in test_gpu_families.multicast_slice_genomes())
     out.update((g.id, g) for g in test_gpu_families.cluster_grid_genomes())
+    out.update((g.id, g) for g in test_gpu_splitk_inkernel.inkernel_genomes())   # ksplit: a runtime knob
     for shape in test_gpu_families.WAVE_SHAPES:
         out.update((g.id, g) for g in test_gpu_families.cooperative_wave_genomes(shape))
     out.update((g.id, g) for g in short_campaign_genomes())
