@@ -2,8 +2,8 @@
 same tiles and per-tile work (M rounded up to the tile, x ksplit rows; K / ksplit deep), plus the
 reduction launch (fp32 partial sums written, read back, fp16 C written; its chain of loads per thread
 shorter with the grouped reduction, its launch cheaper with pdl), or with `reduce: inkernel` the
-reduction in the GEMM's epilogue (no launch: the splits' wait for one another, and each CTA's share of
-the tile read back through L2, a chain of ksplit loads a quad).
+reduction in the GEMM's epilogue (no launch: the splits' wait for one another, and the bytes each epilogue
+thread writes and reads back).
 
 Each split reads its own K-slice of W, so the operands leave DRAM once in full (2MK + 2NK bytes),
 where the stacked problem holds one slice of W that all its rows share (2NK / ksplit): the model is
@@ -31,23 +31,24 @@ REDUCE_LOAD_US = 0.075
 PDL_SAVED_US = {"pingpong": 0.28, "cooperative": -0.26}
 
 
-# reduce inkernel: a split's count-in and wait on the tile's word (an atomic, then polling its neighbours' arrival
-# in L2) before its share of the tile is read back; and one L2 load latency a step of each thread's chain
-INKERNEL_WAIT_US = 0.6
-INKERNEL_LOAD_US = 0.012
+# reduce inkernel (the splits of a tile add their partial sums in the GEMM's epilogue): a fixed part (the count-in
+# on the tile's word and the wait for the other splits, atomics and polls through L2) and a part per byte each
+# epilogue thread moves (its share of the tile's fp32 partial sums written, then as many read back: 8 tm tn /
+# threads bytes). Fitted to the H200 (docs/results/h200-splitk-inkernel, call 2: 28 in-kernel genomes against their
+# serial twins at six split-K shapes, by least squares on the difference): the in-kernel epilogue cost 0.2-6.3 us
+# more than the serial launch at 22 of the 28 pairs, most with 128x128 ping-pong tiles (128 threads move 1024 bytes
+# each), and 0.2-1.0 us less at the other six (64 splits of one tile at 64x64x4096: the serial reduction's chain of
+# 64 loads a thread). The fit (3.3 us + 0.005 us a byte) has an rms error of 1.5 us on the difference and gets its
+# sign right at 25 of the 28
+INKERNEL_WAIT_US = 3.3
+INKERNEL_THREAD_BYTE_US = 0.005
 
 
-def inkernel_reduce_us(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: DeviceSpec) -> float:
-    """The in-kernel reduction's time after the mainloop: the wait, then each CTA's 1/ksplit of its tile, every
-    split's fp32 partial sums of it read back through L2 (they were just written there), fp16 C written. The
-    partial sums' writes are the epilogue the stacked problem's model already prices (as its C)."""
-    splits, tm, tn = int(params["ksplit"]), int(params["tile_m"]), int(params["tile_n"])
+def inkernel_reduce_us(params: Mapping[str, Any]) -> float:
+    """The in-kernel reduction's time after the mainloop (no launch, no separate pass over C)."""
+    tm, tn = int(params["tile_m"]), int(params["tile_n"])
     threads = 256 if params["schedule"] == "cooperative" else 128
-    quads_per_thread = -(-(tm * tn // 4) // (splits * threads))
-    tiles = -(-problem.m // tm) * -(-problem.n // tn)
-    read_back = 4.0 * splits * tiles * tm * tn + 2.0 * problem.m * problem.n
-    return (INKERNEL_WAIT_US + quads_per_thread * splits * INKERNEL_LOAD_US
-            + read_back / (dev.hbm_tbps * sp.l2_bw_ratio * 1e6))
+    return INKERNEL_WAIT_US + INKERNEL_THREAD_BYTE_US * 8.0 * tm * tn / threads
 
 
 def reduce_groups(m: int, n: int, splits: int, n_sms: int) -> int:
@@ -70,7 +71,7 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
                            replace(dev, hbm_tbps=dev.hbm_tbps * scale))
         inner = replace(inner, dram_bytes=inner.dram_bytes + missing)
     if params.get("reduce") == "inkernel":
-        reduce_us = inkernel_reduce_us(params, problem, sp, dev)
+        reduce_us = inkernel_reduce_us(params)
         return replace(inner, total_us=inner.total_us + reduce_us, reduction_us=inner.reduction_us + reduce_us,
                        mode="split_k")
     moved = (8.0 * splits + 2.0) * problem.m * problem.n

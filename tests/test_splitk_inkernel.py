@@ -61,18 +61,20 @@ def test_inkernel_source_has_no_reduction_launch_and_a_cooperative_one_for_the_g
     assert FAM.knob_vector(FAM.space.validate(g.with_params(reduce="inkernel"))) == FAM.knob_vector(g)
 
 
-def test_the_model_prices_inkernel_without_a_launch_and_with_a_chain_of_ksplit_loads():
-    from evaluator.sim_device import get_device
+def test_the_model_prices_inkernel_by_its_wait_and_the_bytes_each_thread_moves():
+    """Fitted to the H200 (docs/results/h200-splitk-inkernel): dearer than the serial launch where a tile has few
+    splits and 128 threads move a 128x128 tile (512x512x16384), cheaper with 64 splits of one 64x64 tile
+    (64x64x4096), where the serial reduction's threads walk 64 splits one load after another."""
     from evaluator.simulator import simulate_time_us
-    from evaluator.sim_splitk import INKERNEL_LOAD_US, INKERNEL_WAIT_US, inkernel_reduce_us
-    from evaluator.sim_device import SimParams
-    dev = get_device("h200")
-    g = _seed("pp_64x64x128_k16")                                          # 64x64 tiles, 16 splits
-    ik = FAM.space.validate(g.with_params(reduce="inkernel"))
-    small = Problem(64, 64, 4096)
-    t = inkernel_reduce_us(ik.param_dict, small, SimParams(), dev)
-    # 1024 quads of the tile, 16 splits, 128 threads: one quad a thread, 16 loads
-    assert t == pytest.approx(INKERNEL_WAIT_US + 16 * INKERNEL_LOAD_US, rel=0.05)
-    assert simulate_time_us(ik, small, families=FAMILIES) < simulate_time_us(g, small, families=FAMILIES)
-    more = inkernel_reduce_us(ik.with_params(ksplit=8).param_dict, small, SimParams(), dev)
-    assert more < t                                                        # fewer splits, a shorter chain
+    from evaluator.sim_splitk import INKERNEL_THREAD_BYTE_US, INKERNEL_WAIT_US, inkernel_reduce_us
+    pp = FAM.space.validate(_seed("pp_128x128x64_k8").with_params(reduce="inkernel"))
+    coop = FAM.space.validate(_seed("coop_128x128x64_k8").with_params(reduce="inkernel"))
+    assert inkernel_reduce_us(pp.param_dict) == pytest.approx(INKERNEL_WAIT_US + 1024 * INKERNEL_THREAD_BYTE_US)
+    assert inkernel_reduce_us(coop.param_dict) < inkernel_reduce_us(pp.param_dict)       # 256 threads share it
+    big = Problem(512, 512, 16384)
+    assert simulate_time_us(pp, big, families=FAMILIES) > simulate_time_us(_seed("pp_128x128x64_k8"), big,
+                                                                           families=FAMILIES)
+    small = FAM.space.validate(_seed("pp_64x64x128_k16").with_params(ksplit=64))
+    small_ik = FAM.space.validate(small.with_params(reduce="inkernel"))
+    tiny = Problem(64, 64, 4096)
+    assert simulate_time_us(small_ik, tiny, families=FAMILIES) < simulate_time_us(small, tiny, families=FAMILIES)
