@@ -1,7 +1,7 @@
 """The simulator model of the `sm90_splitk` family: the sm90_cutlass model of a problem with the
 same tiles and per-tile work (M rounded up to the tile, x ksplit rows; K / ksplit deep), plus the
 reduction launch (fp32 partial sums written, read back, fp16 C written; its chain of loads per thread
-shorter with the grouped reduction, its launch cheaper with pdl), or with `reduce: inkernel` the
+shorter with the grouped reduction, its launch cheaper with pdl), or with `fixup: inkernel` the
 reduction in the GEMM's epilogue (no launch: the splits' wait for one another, and the bytes each epilogue
 thread writes and reads back).
 
@@ -31,7 +31,7 @@ REDUCE_LOAD_US = 0.075
 PDL_SAVED_US = {"pingpong": 0.28, "cooperative": -0.26}
 
 
-# reduce inkernel (the splits of a tile add their partial sums in the GEMM's epilogue): a fixed part (the count-in
+# fixup inkernel (the splits of a tile add their partial sums in the GEMM's epilogue): a fixed part (the count-in
 # on the tile's word and the wait for the other splits, atomics and polls through L2) and a part per byte each
 # epilogue thread moves (its share of the tile's fp32 partial sums written, then as many read back: 8 tm tn /
 # threads bytes). Fitted to the H200 (docs/results/h200-splitk-inkernel, call 2: 28 in-kernel genomes against their
@@ -70,7 +70,7 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
         inner = sm90_model(params, stacked, replace(sp, l2_bw_ratio=sp.l2_bw_ratio / scale),
                            replace(dev, hbm_tbps=dev.hbm_tbps * scale))
         inner = replace(inner, dram_bytes=inner.dram_bytes + missing)
-    if params.get("reduce") == "inkernel":
+    if params.get("fixup") == "inkernel":
         reduce_us = inkernel_reduce_us(params)
         return replace(inner, total_us=inner.total_us + reduce_us, reduction_us=inner.reduction_us + reduce_us,
                        mode="split_k")

@@ -17,7 +17,7 @@ from typing import Any
 #    `Rule.since` / `Rule.before`), and clusters of 8 CTAs along M or N (session 36).
 # 5: the persistent TMA families' cluster_grid (the clusters a persistent kernel launches: CUTLASS's estimate or the
 #    occupancy API's count; session 40).
-# 6: sm90_splitk's reduce inkernel (the splits of a tile add their partial sums in the GEMM's epilogue; session 41).
+# 6: sm90_splitk's fixup (inkernel: the splits of a tile add their partial sums in the GEMM's epilogue; session 41).
 SPACE_REVISION = 6
 
 

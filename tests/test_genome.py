@@ -207,7 +207,7 @@ def test_a_space_as_of_an_earlier_revision_pins_later_parameters_and_draws_as_it
         ParamSpec("x", (0, 1), revision=1)
     splitk = get_space("sm90_splitk")
     later = {p.name for p in splitk.params if p.revision > 0 and len(p.choices) > 1}   # wg_split: pinned here
-    assert later == {"pdl", "reduce", "cluster_grid"} and SPACE_REVISION >= 1 and splitk.as_of(SPACE_REVISION) is splitk
+    assert later == {"pdl", "reduce", "cluster_grid", "fixup"} and SPACE_REVISION >= 1 and splitk.as_of(SPACE_REVISION) is splitk
     pinned = splitk.as_of(0)
     at_3 = splitk.as_of(3)   # before revision 4's clusters of 8 and multicast slices
     before = replace(at_3, params=tuple(p for p in at_3.params if p.revision == 0))   # the space without them

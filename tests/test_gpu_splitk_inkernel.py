@@ -1,4 +1,4 @@
-"""sm90_splitk's in-kernel reduction (`reduce: inkernel`) on a real Hopper GPU (pytest -m gpu; skips cleanly
+"""sm90_splitk's in-kernel reduction (`fixup: inkernel`) on a real Hopper GPU (pytest -m gpu; skips cleanly
 without one): the gate at shapes with edge tiles and uneven shares of a tile; calls that share one workspace back
 to back and across graph replays with new inputs, starting from a workspace of garbage; the co-residency check."""
 
@@ -14,13 +14,13 @@ CALLS = 4
 
 
 def inkernel_genomes() -> list:
-    """`reduce: inkernel` over every one-CTA-cluster seed of sm90_splitk (ping-pong and cooperative, tiles
+    """`fixup: inkernel` over every one-CTA-cluster seed of sm90_splitk (ping-pong and cooperative, tiles
     64x64 to 128x128), one genome per build and ksplit."""
     fam = FAMILIES.resolve("sm90_splitk")
     out = {}
     for _, g in fam.seeds():
         if g.get("cluster_m") * g.get("cluster_n") == 1:
-            ik = fam.space.validate(g.with_params(reduce="inkernel"))
+            ik = fam.space.validate(g.with_params(fixup="inkernel"))
             out[ik.id] = ik
     return list(out.values())
 

@@ -528,10 +528,9 @@ def test_the_parameters_a_block_covers():
     text = block_source(splitk, "arguments")
     assert "static typename Gemm::Arguments make_arguments(" in text and "make_split_arguments" in text
     # its reduction kernels (pdl's device wait, the grouped reduction) are not: they live in abi. cluster_grid
-    # occupancy sets hw_info.max_active_clusters there (its query lives outside the blocks); reduce inkernel
-    # keeps C's stride where the launch variants give the batch of partial sums theirs
+    # occupancy sets hw_info.max_active_clusters there (its query lives outside the blocks)
     assert text in render(splitk).source
-    assert block_params("sm90_splitk", "arguments") == {"scheduler", "cluster_grid", "reduce"}
+    assert block_params("sm90_splitk", "arguments") == {"scheduler", "cluster_grid"}
     assert "reduce_splits" not in text and "reduce_splits" in block_source(splitk, "abi")
 
 

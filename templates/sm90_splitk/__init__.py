@@ -11,4 +11,7 @@ from ..sm90_cutlass import FAMILY as SM90
 FAMILY = SM90.extended_by(
     sm90_splitk_space.FAMILY, sm90_splitk_space.make_space, Path(__file__).resolve().parent,
     simulator_model="evaluator.sim_splitk:model", knobs=sm90_splitk_space.knobs,
-    description="sm90_cutlass with K split into a batch of fp32 partial sums and a reduction launch")
+    description="sm90_cutlass with K split into a batch of fp32 partial sums and a reduction launch, or their "
+                "sum in the GEMM's epilogue",
+    # the in-kernel epilogue (its count-in and wait) outside every block, so that no code patch drops the wait
+    template_globals={"family_prelude": "sm90_splitk/inkernel_epilogue.j2"})

@@ -1,6 +1,6 @@
 """The kernels of the in-kernel split-K A/B (session 41), as a campaign-like folder whose hall_of_fame/<shape>.json
 lists the kernels `bench --per-shape` times at that shape. For each shape and each of five base tiles, the most
-splits (a ksplit choice) whose tiles x splits fit 132 SMs and split K evenly; each as `reduce: inkernel` and as
+splits (a ksplit choice) whose tiles x splits fit 132 SMs and split K evenly; each as `fixup: inkernel` and as
 its twins with the reduction launch (serial, no pdl; and the faster of the launch variants measured in session
 26: pdl + grouped for ping-pong, grouped for cooperative); plus the record's best kernel at the public shapes.
 Usage, from the repository root: python docs/results/h200-splitk-inkernel/scripts/make_kernels.py OUT_FOLDER"""
@@ -25,7 +25,7 @@ DIAGNOSTIC = "--diagnostic" in sys.argv     # call 2: the in-kernel genomes also
 
 def variants(tile: dict) -> list[dict]:
     launch = dict(pdl=1, reduce="grouped") if tile["schedule"] == "pingpong" else dict(reduce="grouped")
-    return [dict(reduce="inkernel"), dict(reduce="serial"), launch]
+    return [dict(fixup="inkernel"), dict(reduce="serial"), launch]
 
 
 def kernels(shape: str) -> list[Genome]:
@@ -41,7 +41,7 @@ def kernels(shape: str) -> list[Genome]:
             g = fam.space.validate(Genome.make("sm90_splitk", {**BASE, **tile, **extra, "ksplit": max(fits)}))
             if fam.space.is_valid(g, p):
                 out[g.id] = g
-                if extra["reduce"] == "inkernel" and DIAGNOSTIC:
+                if extra.get("fixup") == "inkernel" and DIAGNOSTIC:
                     twin = not_cooperative(g)
                     out[twin.id] = twin
     return list(out.values())

@@ -15,7 +15,7 @@ def kind(g):
     if g["family"] != "sm90_splitk":
         return "record"
     reduce = g["params"].get("reduce", "serial")
-    if reduce == "inkernel":
+    if reduce == "inkernel" or g["params"].get("fixup") == "inkernel":   # calls 1-3 named it reduce: inkernel
         return "nocoop" if g.get("patches") else "inkernel"
     return "launch" if reduce == "grouped" else "serial"
 
