@@ -37,6 +37,12 @@ def test_only_the_epilogue_and_abi_blocks_name_fixup_and_none_names_reduce_anew(
     source = render(ik, FAMILIES).source
     assert "wait_for(words" in source and "count_in(words" in source
     assert not any("wait_for" in block_source(ik, b, FAMILIES) for b in FAM.space.blocks)
+    # the epilogue block names the prelude's class, and the abi block (no patch may touch it) asserts that the GEMM
+    # was built with exactly that epilogue: a patch naming another epilogue, or shadowing the namespace, fails to build
+    assert "::evogemm_splitk::InKernelReduceEpilogue" in block_source(ik, "epilogue", FAMILIES)
+    abi = block_source(ik, "abi", FAMILIES)
+    assert "static_assert(cute::is_same_v<typename KernelOp::CollectiveEpilogue," in abi
+    assert "KernelOp::TileSchedulerTag, cutlass::gemm::PersistentScheduler" in abi
     plain = render(_seed("pp_64x128x64_k4"), FAMILIES).source
     assert "evogemm_splitk" not in plain and "InKernelReduceEpilogue" not in plain
 
@@ -72,6 +78,8 @@ def test_inkernel_source_has_no_reduction_launch_and_a_cooperative_one_for_the_g
     assert "%%gridid" in ik and "__trap()" in ik and "static_assert(evogemm_host::kOneCtaClusters" in ik
     assert ik.count("int evogemm_run(") == 1 and ik.count("int evogemm_can_implement(") == 1
     assert ik.index("namespace evogemm_splitk {") < ik.index("namespace evogemm_kernel {")   # the prelude
+    # its protocol's steps are private members: no declaration outside the class can stand in for them
+    assert ik.index(" private:") < ik.index("static void wait_for(")
 
 
 def test_the_model_prices_inkernel_behind_the_launch_except_with_many_splits_of_one_small_tile():
