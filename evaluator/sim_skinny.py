@@ -13,6 +13,8 @@
 * tail: CTAs beyond one resident wave run in a second one;
 * stream efficiency: how the K splits walk the rows and the L2 prefetch size of X's loads
   (`STREAM_EFFICIENCY`, from docs/results/h200-skinny-stream/);
+* any K (K % 8 != 0, space revision 7): the unroll and buffering of the kernel's any-K instantiation
+  (`any_k_plan`) and the extra aligned chunk a row's group reads (L2 bytes only; an estimate, not fitted);
 * CTA generations (model revision 2): a CTA is a chain of load rounds (one a group of `unroll` chunks,
   two groups a round with register double buffering) and then its reductions; CTAs beyond the resident
   ones wait for a slot, so a grid of g generations takes at least g such chains. One round costs the
@@ -79,6 +81,11 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     M, N, K = problem.m, problem.n, problem.k
     R, S = (M, N) if M > N else (N, M)
     p = params
+    if K % 8:
+        # any K: the kernel's second instantiation, with its own unroll and buffering (its registers as estimated)
+        plan = _sk.any_k_plan_of(p)
+        if plan is not None:
+            p = {**p, "unroll": plan[0], "prefetch": plan[1]}
     csplit = int(p["cluster_k"])
     rows_cta = p["warps_r"] * p["warp_rows"]
     row_blocks, s_blocks = _cdiv(R, rows_cta), _cdiv(S, p["s_tile"])
@@ -92,6 +99,10 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     x_reads = 1 if s_blocks == 1 or x_bytes <= dev.l2_bytes * sp.l2_usable_fraction else s_blocks
     dram_bytes = x_bytes * x_reads + 2.0 * S * K + 2.0 * M * N
     l2_bytes = x_bytes * s_blocks + 2.0 * p["s_tile"] * s_blocks * K * row_blocks
+    if K % 8:
+        # any K: each row's group also reads the chunk after it (one lane of four), so L2 serves 1 / (4 x unroll)
+        # more of both operands; the shifts' ALU work is not priced (not measured on the GPU yet)
+        l2_bytes *= 1.0 + 1.0 / (4 * p["unroll"])
     # register double buffering (prefetch) keeps the next k chunk's loads in flight too
     inflight = resident * _sk.threads(p) * p["unroll"] * (p["warp_rows"] // 16) * 32.0 * (1 + int(p.get("prefetch", 0)))
     stream = STREAM_EFFICIENCY[(int(p.get("k_interleave", 0)), int(p.get("l2_prefetch", 256)))]

@@ -18,7 +18,8 @@ from typing import Any
 # 5: the persistent TMA families' cluster_grid (the clusters a persistent kernel launches: CUTLASS's estimate or the
 #    occupancy API's count; session 40).
 # 6: sm90_splitk's fixup (inkernel: the splits of a tile add their partial sums in the GEMM's epilogue; session 41).
-SPACE_REVISION = 6
+# 7: skinny_mma runs any K, not only multiples of 8 (a shape rule's version, `ShapeRule.since`; session 42).
+SPACE_REVISION = 7
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The search space of the `skinny_mma` family: a streaming mma.sync kernel for skinny GEMMs.
 
 One operand (the one with more rows, "X") is streamed from HBM once with 16-byte loads straight
-into mma.sync m16n8k16 fragments; the other ("Y", at most `MAX_SMALL_DIM` rows) stays in L2. K is
+into mma.sync m16n8k16 fragments (any K: rows that start off a 16-byte boundary are shifted out of
+aligned loads); the other ("Y", at most `MAX_SMALL_DIM` rows) stays in L2. K is
 split over the warps of a CTA and over the CTAs of a thread-block cluster (runtime knob), and the
 partial sums meet in shared and distributed shared memory. Rules keep the register file, shared
 memory and the thread count of a CTA within what an sm_90 SM gives one block.
@@ -114,6 +115,41 @@ RULES = (
 )
 
 
+# any K (K % 8 != 0): the kernel's second instantiation keeps one aligned chunk more a row per group, and the group's
+# shifted fragments besides (counted whole: the compiler may shift every chunk before the first mma). It is built with
+# the first of these whose estimate fits ANY_K_MAX_REGISTERS and the SM's register file at the CTA's threads: the
+# genome's own unroll and double buffering, then single buffering, then halving unroll. A spill in either
+# instantiation rejects the whole build (evaluator/compile.py), so the estimate errs high: builds of every seed and
+# of random genomes, the heaviest first, spilled in neither instantiation where the aligned one did not
+# (tests/test_skinny_any_k.py builds the heaviest plans).
+ANY_K_MAX_REGISTERS = 232
+ANY_K_TEMPORARIES = 16
+
+
+def any_k_registers(warp_rows: int, s_tile: int, unroll: int, buffers: int) -> int:
+    """Estimated registers per thread of the any-K instantiation with `unroll` chunks a group, `buffers` groups."""
+    mt, nt = warp_rows // 16, s_tile // 8
+    chunk = 8 * mt + 4 * nt
+    return buffers * (unroll + 1) * chunk + unroll * chunk + 4 * mt * nt + REG_OVERHEAD + ANY_K_TEMPORARIES
+
+
+def any_k_plan(warp_rows: int, s_tile: int, unroll: int, prefetch: int, warps_r: int, warps_k: int
+               ) -> "tuple[int, int] | None":
+    """(unroll, prefetch) of the any-K instantiation, or None where none fits the registers (the kernel then
+    runs only K a multiple of 8). Read by the template (kernel.cu.j2, blocks config and launch), the shape rule
+    and the simulator."""
+    cap = min(ANY_K_MAX_REGISTERS, REGS_PER_SM // (32 * warps_r * warps_k))
+    plans = ([(unroll, 1)] if prefetch else []) + [(u, 0) for u in (unroll, unroll // 2, unroll // 4, unroll // 8) if u]
+    for u, pf in plans:
+        if any_k_registers(warp_rows, s_tile, u, 2 if pf else 1) <= cap:
+            return u, pf
+    return None
+
+
+def any_k_plan_of(p: Mapping[str, Any]) -> "tuple[int, int] | None":
+    return any_k_plan(p["warp_rows"], p["s_tile"], p["unroll"], p["prefetch"], p["warps_r"], p["warps_k"])
+
+
 def _skinny(p, problem: Problem):
     small = min(problem.m, problem.n)
     if small > MAX_SMALL_DIM:
@@ -127,9 +163,23 @@ def _k_aligned(p, problem: Problem):
     return None
 
 
+def _any_k(p, problem: Problem):
+    if problem.k % 8 and any_k_plan_of(p) is None:
+        return (f"K = {problem.k} is not a multiple of 8, and this kernel's shifted loads for such K do not fit the "
+                f"registers ({p['warp_rows']} rows x {p['s_tile']} columns a warp, even at unroll 1)")
+    return None
+
+
+# K: until space revision 7 a multiple of 8 (16-byte rows of A and W); since, any K (the kernel's shifted loads,
+# kernel.cu.j2), so a campaign created before keeps the odd-K shapes it left out
+K_ALIGNMENT = ShapeRule("k-alignment", "any K (rows of A and W off 16-byte boundaries take shifted 16-byte loads, "
+                        "where they fit the registers: any_k_plan); N and M may be anything", _any_k, since=7,
+                        before=ShapeRule("k-alignment", "K multiple of 8 (16-byte rows of A and W; N and M may be "
+                                         "anything)", _k_aligned))
+
 SHAPE_RULES = (
     ShapeRule("skinny", f"min(M, N) <= {MAX_SMALL_DIM}", _skinny),
-    ShapeRule("k-alignment", "K multiple of 8 (16-byte rows of A and W; N and M may be anything)", _k_aligned),
+    K_ALIGNMENT,
 )
 
 

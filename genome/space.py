@@ -55,6 +55,15 @@ class ShapeRule:
     name: str
     description: str
     check: Callable[[Mapping[str, Any], Problem], "str | None"]
+    # as for Rule: the space revision from which this version holds, and the version an older campaign keeps
+    # (a shape a family newly runs stays out of a campaign created before, so its resume replays)
+    since: int = 0
+    before: "ShapeRule | None" = None
+
+    def as_of(self, revision: int) -> "ShapeRule | None":
+        if revision >= self.since:
+            return self
+        return self.before.as_of(revision) if self.before is not None else None
 
 
 class InvalidGenome(ValueError):
@@ -95,12 +104,14 @@ class SearchSpace:
     def as_of(self, revision: int) -> "SearchSpace":
         """This space as a campaign created at `revision` searches it: each parameter added later pinned
         to its default, each choice added later left out, so sampling, mutation and crossover make the draws
-        they made then; each rule as it was then (`Rule.as_of`)."""
+        they made then; each rule and shape rule as it was then (`Rule.as_of`, `ShapeRule.as_of`)."""
         pinned = tuple(p.as_of(revision) for p in self.params)
         rules = tuple(r for r in (rule.as_of(revision) for rule in self.rules) if r is not None)
-        if all(a.choices == b.choices for a, b in zip(pinned, self.params)) and rules == self.rules:
+        shape_rules = tuple(r for r in (rule.as_of(revision) for rule in self.shape_rules) if r is not None)
+        if all(a.choices == b.choices for a, b in zip(pinned, self.params)) and rules == self.rules and \
+                shape_rules == self.shape_rules:
             return self
-        return replace(self, params=pinned, rules=rules)
+        return replace(self, params=pinned, rules=rules, shape_rules=shape_rules)
 
     # -- basic facts -------------------------------------------------------------------------
     @property

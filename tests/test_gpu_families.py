@@ -278,3 +278,39 @@ def test_cluster_grid_occupancy_kernels_are_told_the_clusters_the_device_runs():
         assert 0 < count * size <= sms, (g.short(), count)
         if sms == 132:
             assert count * size > {4: 116, 8: 112}[size], (g.short(), count)
+
+
+def any_k_genomes() -> list:
+    """skinny_mma genomes whose any-K instantiation (K % 8 != 0, space revision 7) differs in how it loops: the
+    decode seed's double buffering kept (unroll 2), unroll 8 halved to a single buffer, 512 threads (unroll 1, 128
+    registers a thread), 32 rows and 4 n8 tiles a warp, interleaved K splits over a cluster of 4, and 64 Y columns."""
+    from genome import Genome
+    sk = FAMILIES.resolve("skinny_mma").space
+    cases = [dict(warp_rows=16, warps_r=1, warps_k=4, s_tile=16, unroll=2, prefetch=1, cluster_k=2),
+             dict(warp_rows=16, warps_r=1, warps_k=8, s_tile=8, unroll=8, prefetch=1, cluster_k=1),
+             dict(warp_rows=16, warps_r=4, warps_k=4, s_tile=16, unroll=2, prefetch=1, cluster_k=1),
+             dict(warp_rows=32, warps_r=2, warps_k=2, s_tile=32, unroll=1, prefetch=1, cluster_k=1),
+             dict(warp_rows=16, warps_r=1, warps_k=4, s_tile=16, unroll=2, prefetch=1, cluster_k=4, k_interleave=1,
+                  l2_prefetch=128),
+             dict(warp_rows=16, warps_r=1, warps_k=2, s_tile=64, unroll=1, prefetch=0, cluster_k=2)]
+    return [sk.validate(Genome.make("skinny_mma", c)) for c in cases]
+
+
+# K odd (rows start on every 2-byte boundary), 2 and 4 mod 8, K = 1, K shorter than a group, a last row that ends
+# the buffer off a 16-byte boundary; X = W (M < N) and X = A (M > N); M = 1
+ANY_K_SHAPES = ["1x4096x4095", "16x4093x777", "13x1000x1001", "7x100x1", "64x777x4098", "300x16x4100", "5x3x33",
+                "8x14336x4099"]
+
+
+@pytest.mark.parametrize("shape", ANY_K_SHAPES)
+def test_skinny_any_k_passes_the_gate(evaluator, shape):
+    problem = Problem.parse(shape)
+    sk = FAMILIES.resolve("skinny_mma").space
+    genomes = [g for g in any_k_genomes() if sk.is_valid(g, problem)]
+    assert len(genomes) == 6, [v for g in any_k_genomes() for v in sk.violations(g, problem)]
+    results = evaluator.evaluate(genomes, problem)
+    for g, m in zip(genomes, results):
+        print(shape, g.short(), m.status, m.rel_error, m.acc_error, m.time_us)
+    failed = [(g.short(), m.status, m.reason) for g, m in zip(genomes, results) if not m.ok]
+    assert not failed, failed
+    assert all(m.rel_error <= 1e-3 and m.acc_error is not None for m in results)
