@@ -59,9 +59,9 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def resident_ctas_per_sm(p: Mapping[str, Any], dev: DeviceSpec) -> int:
+def resident_ctas_per_sm(p: Mapping[str, Any], dev: DeviceSpec, registers: "int | None" = None) -> int:
     by_threads = MAX_THREADS_PER_SM // _sk.threads(p)
-    by_regs = _sk.REGS_PER_SM // max(1, _sk.registers(p) * _sk.threads(p))
+    by_regs = _sk.REGS_PER_SM // max(1, (registers or _sk.registers(p)) * _sk.threads(p))
     by_smem = dev.smem_per_block // max(1, _sk.smem_bytes(p)) if _sk.smem_bytes(p) else 32
     return max(1, min(by_threads, by_regs, by_smem, 32))
 
@@ -81,16 +81,18 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     M, N, K = problem.m, problem.n, problem.k
     R, S = (M, N) if M > N else (N, M)
     p = params
+    registers = None
     if K % 8:
-        # any K: the kernel's second instantiation, with its own unroll and buffering (its registers as estimated)
+        # any K: the second kernel, with its own unroll and buffering and its registers as estimated
         plan = _sk.any_k_plan_of(p)
         if plan is not None:
             p = {**p, "unroll": plan[0], "prefetch": plan[1]}
+            registers = _sk.any_k_registers(p["warp_rows"], p["s_tile"], plan[0], 2 if plan[1] else 1)
     csplit = int(p["cluster_k"])
     rows_cta = p["warps_r"] * p["warp_rows"]
     row_blocks, s_blocks = _cdiv(R, rows_cta), _cdiv(S, p["s_tile"])
     ctas = row_blocks * s_blocks * csplit
-    slots = resident_ctas_per_sm(p, dev) * dev.n_sms
+    slots = resident_ctas_per_sm(p, dev, registers) * dev.n_sms
     resident = min(ctas, slots)
     waves = ctas / slots
 

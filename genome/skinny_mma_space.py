@@ -115,13 +115,13 @@ RULES = (
 )
 
 
-# any K (K % 8 != 0): the kernel's second instantiation keeps one aligned chunk more a row per group, and the group's
-# shifted fragments besides (counted whole: the compiler may shift every chunk before the first mma). It is built with
-# the first of these whose estimate fits ANY_K_MAX_REGISTERS and the SM's register file at the CTA's threads: the
-# genome's own unroll and double buffering, then single buffering, then halving unroll. A spill in either
-# instantiation rejects the whole build (evaluator/compile.py), so the estimate errs high: builds of every seed and
-# of random genomes, the heaviest first, spilled in neither instantiation where the aligned one did not
-# (tests/test_skinny_any_k.py builds the heaviest plans).
+# any K (K % 8 != 0): the second kernel keeps one aligned chunk more a row per group, and the group's shifted
+# fragments besides (counted whole: the compiler may shift every chunk before the first mma). It is built with the
+# first of these whose estimate fits ANY_K_MAX_REGISTERS and the SM's register file at the CTA's threads: the
+# genome's own unroll and double buffering, then single buffering, then halving unroll. The estimate is not an upper
+# bound (ptxas 13.0 used 251-254 registers where it says 228, with no spill), and a spill in either kernel rejects
+# the whole build (evaluator/compile.py): with nvcc 13.0, 24 seeds and 100 random genomes, the heaviest first, spilled
+# in neither kernel where the aligned one did not (tests/test_skinny_any_k.py builds the heaviest plans).
 ANY_K_MAX_REGISTERS = 232
 ANY_K_TEMPORARIES = 16
 
@@ -135,9 +135,9 @@ def any_k_registers(warp_rows: int, s_tile: int, unroll: int, buffers: int) -> i
 
 def any_k_plan(warp_rows: int, s_tile: int, unroll: int, prefetch: int, warps_r: int, warps_k: int
                ) -> "tuple[int, int] | None":
-    """(unroll, prefetch) of the any-K instantiation, or None where none fits the registers (the kernel then
-    runs only K a multiple of 8). Read by the template (kernel.cu.j2, blocks config and launch), the shape rule
-    and the simulator."""
+    """(unroll, prefetch) of the any-K kernel, or None where none fits the registers (the family then runs
+    only K a multiple of 8). Read by the template (kernel.cu.j2, blocks config and kernel), the shape rule and
+    the simulator."""
     cap = min(ANY_K_MAX_REGISTERS, REGS_PER_SM // (32 * warps_r * warps_k))
     plans = ([(unroll, 1)] if prefetch else []) + [(u, 0) for u in (unroll, unroll // 2, unroll // 4, unroll // 8) if u]
     for u, pf in plans:

@@ -34,7 +34,8 @@ def test_a_genome_without_an_any_k_plan_runs_aligned_k_only():
     found = SPACE.violations(without, Problem.parse("16x4096x4095"))
     assert [v.rule for v in found] == ["k-alignment"] and "do not fit the registers" in found[0].message
     source = render(without, FAMILIES).source
-    assert "skinny_kernel_any_k" not in source and "constexpr bool kAnyKBuilt = false;" in source
+    assert "skinny_body<true>" not in source and "constexpr bool kAnyKBuilt = false;" in source
+    assert "constexpr auto skinny_kernel_any_k = &skinny_kernel;" in source   # the launch names it all the same
 
 
 def test_the_plan_keeps_the_genomes_own_loop_where_it_fits_and_never_exceeds_the_registers():
@@ -77,7 +78,12 @@ def test_the_simulator_prices_odd_k_with_the_any_k_plan():
     assert sk.any_k_plan_of(p) == (4, 0)
     sp, dev = resolve_calibration(None)[0], get_device("h200")
     aligned, odd = model(p, Problem.parse("16x4096x4096"), sp, dev), model(p, Problem.parse("16x4096x4095"), sp, dev)
-    assert (aligned.stages, odd.stages) == (8, 4)                 # the any-K instantiation's unroll
+    assert (aligned.stages, odd.stages) == (8, 4)                 # the any-K kernel's unroll
+    decode = SPACE.params_of(SPACE.validate(Genome.make("skinny_mma", dict(
+        warp_rows=16, warps_r=1, warps_k=4, s_tile=16, unroll=2, prefetch=1, cluster_k=1))))
+    assert sk.any_k_plan_of(decode) == (2, 1)
+    a, o = model(decode, Problem.parse("16x4096x4096"), sp, dev), model(decode, Problem.parse("16x4096x4095"), sp, dev)
+    assert o.waves == 2 * a.waves                                  # its registers: 2 CTAs an SM, not 4
     assert odd.l2_bytes > aligned.l2_bytes * (4095 / 4096) * 1.05  # and its extra chunk a group
     assert np.isfinite(SimulatedEvaluator().predict_us(g, Problem.parse("16x4096x4095")))
 
