@@ -31,6 +31,16 @@ FAMILY_SHAPES = [
 ]
 
 
+def assert_all_pass_the_gate(evaluator, genomes: list, problem: Problem) -> None:
+    """Every genome passes the gate at `problem` with a relative error within 1e-3 and an accumulation check."""
+    results = evaluator.evaluate(genomes, problem)
+    for g, m in zip(genomes, results):
+        print(problem.name, g.short(), m.status, m.rel_error, m.acc_error, m.time_us)
+    failed = [(g.short(), m.status, m.reason) for g, m in zip(genomes, results) if not m.ok]
+    assert not failed, failed
+    assert all(m.rel_error <= 1e-3 and m.acc_error is not None for m in results)
+
+
 @pytest.mark.parametrize("family,shape", FAMILY_SHAPES)
 def test_every_seed_passes_the_gate_in_its_familys_domain(evaluator, family, shape):
     fam = FAMILIES.resolve(family)
@@ -81,14 +91,7 @@ def wg_split_genomes() -> list:
 @pytest.mark.parametrize("shape", ["1000x2056x512", "136x4096x1024", "2048x2048x2048"])
 def test_warpgroups_split_along_n_pass_the_gate(evaluator, shape):
     """M and N not multiples of the tiles: partial tiles at both edges, in both of the kernels' frames."""
-    problem = Problem.parse(shape)
-    genomes = wg_split_genomes()
-    results = evaluator.evaluate(genomes, problem)
-    for g, m in zip(genomes, results):
-        print(shape, g.short(), m.status, m.rel_error, m.acc_error, m.time_us)
-    failed = [(g.short(), m.status, m.reason) for g, m in zip(genomes, results) if not m.ok]
-    assert not failed, failed
-    assert all(m.rel_error <= 1e-3 and m.acc_error is not None for m in results)
+    assert_all_pass_the_gate(evaluator, wg_split_genomes(), Problem.parse(shape))
 
 
 def splitk_launch_genomes() -> list:
@@ -308,9 +311,4 @@ def test_skinny_any_k_passes_the_gate(evaluator, shape):
     sk = FAMILIES.resolve("skinny_mma").space
     genomes = [g for g in any_k_genomes() if sk.is_valid(g, problem)]
     assert len(genomes) == 6, [v for g in any_k_genomes() for v in sk.violations(g, problem)]
-    results = evaluator.evaluate(genomes, problem)
-    for g, m in zip(genomes, results):
-        print(shape, g.short(), m.status, m.rel_error, m.acc_error, m.time_us)
-    failed = [(g.short(), m.status, m.reason) for g, m in zip(genomes, results) if not m.ok]
-    assert not failed, failed
-    assert all(m.rel_error <= 1e-3 and m.acc_error is not None for m in results)
+    assert_all_pass_the_gate(evaluator, genomes, problem)
