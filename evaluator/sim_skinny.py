@@ -13,8 +13,8 @@
 * tail: CTAs beyond one resident wave run in a second one;
 * stream efficiency: how the K splits walk the rows and the L2 prefetch size of X's loads
   (`STREAM_EFFICIENCY`, from docs/results/h200-skinny-stream/);
-* any K (K % 8 != 0, space revision 7): the unroll and buffering of the kernel's any-K instantiation
-  (`any_k_plan`) and the extra aligned chunk a row's group reads (L2 bytes only; an estimate, not fitted);
+* any K (K % 8 != 0, space revision 7): the unroll, buffering and registers of the any-K kernel
+  (`any_k_plan`, `any_k_registers`) and the extra aligned chunk a row's group reads; estimates, not fitted;
 * CTA generations (model revision 2): a CTA is a chain of load rounds (one a group of `unroll` chunks,
   two groups a round with register double buffering) and then its reductions; CTAs beyond the resident
   ones wait for a slot, so a grid of g generations takes at least g such chains. One round costs the

@@ -127,7 +127,7 @@ ANY_K_TEMPORARIES = 16
 
 
 def any_k_registers(warp_rows: int, s_tile: int, unroll: int, buffers: int) -> int:
-    """Estimated registers per thread of the any-K instantiation with `unroll` chunks a group, `buffers` groups."""
+    """Estimated registers per thread of the any-K kernel with `unroll` chunks a group, `buffers` groups."""
     mt, nt = warp_rows // 16, s_tile // 8
     chunk = 8 * mt + 4 * nt
     return buffers * (unroll + 1) * chunk + unroll * chunk + 4 * mt * nt + REG_OVERHEAD + ANY_K_TEMPORARIES
@@ -136,8 +136,8 @@ def any_k_registers(warp_rows: int, s_tile: int, unroll: int, buffers: int) -> i
 def any_k_plan(warp_rows: int, s_tile: int, unroll: int, prefetch: int, warps_r: int, warps_k: int
                ) -> "tuple[int, int] | None":
     """(unroll, prefetch) of the any-K kernel, or None where none fits the registers (the family then runs
-    only K a multiple of 8). Read by the template (kernel.cu.j2, blocks config and kernel), the shape rule and
-    the simulator."""
+    only K a multiple of 8). Read by the template (kernel.cu.j2: block config, and the any-K kernel outside every
+    block), the shape rule and the simulator."""
     cap = min(ANY_K_MAX_REGISTERS, REGS_PER_SM // (32 * warps_r * warps_k))
     plans = ([(unroll, 1)] if prefetch else []) + [(u, 0) for u in (unroll, unroll // 2, unroll // 4, unroll // 8) if u]
     for u, pf in plans:

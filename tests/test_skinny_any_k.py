@@ -67,6 +67,18 @@ def test_the_rendered_kernel_dispatches_on_k_and_accepts_odd_k_in_its_abi():
         assert "return (K % 8 == 0 || evogemm_kernel::kAnyKBuilt) ? 0 : 1;" in source
 
 
+def test_a_family_on_the_skinny_template_without_the_plan_global_runs_aligned_k_only():
+    """A plug-in family built on this template without `template_globals` still renders: no any-K kernel, and its
+    ABI refuses K % 8 != 0."""
+    import dataclasses
+    from templates import FamilyRegistry
+    bare = dataclasses.replace(FAMILIES.resolve("skinny_mma"), template_globals={})
+    g = FAMILIES.resolve("skinny_mma").seeds()[0][1]
+    source = render(g, FamilyRegistry([bare])).source
+    assert "constexpr bool kAnyKBuilt = false;" in source and "skinny_body<true>" not in source
+    assert "constexpr bool kAnyKBuilt = true;" in render(g, FAMILIES).source
+
+
 def test_the_simulator_prices_odd_k_with_the_any_k_plan():
     from evaluator.sim_device import get_device
     from evaluator.simulator import SimulatedEvaluator

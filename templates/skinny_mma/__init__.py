@@ -21,5 +21,5 @@ FAMILY = TemplateFamily(
     seeds_dir=HERE / "seeds",
     description="streaming mma.sync kernel for skinny GEMMs: one operand read once from HBM, "
                 "K split over warps and cluster CTAs (distributed shared memory reduction)",
-    template_globals={"any_k_plan": skinny_mma_space.any_k_plan},   # the any-K instantiation's unroll and buffering
+    template_globals={"any_k_plan": skinny_mma_space.any_k_plan},   # the any-K kernel's unroll and buffering
 )
