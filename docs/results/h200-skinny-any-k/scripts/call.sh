@@ -10,7 +10,7 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 EVOGEMM_CACHE=/tmp/kcache
 R=/tmp/res-anyk; mkdir -p $R; trap "tar czf $OUT/res-anyk.tgz -C /tmp res-anyk" EXIT
 timeout 240 python -m pytest -q -m gpu -rs tests/test_gpu_families.py -k "any_k or skinny or interleave" > $R/pytest-gpu.log 2>&1
 echo "pytest rc=$? at $(( $(date +%s) - T0 )) s"; tail -n 3 $R/pytest-gpu.log
-timeout $(( 560 - ($(date +%s) - T0) )) evogemm bench --modes device --timing '{"repeats":5}' --per-shape \
+timeout $(( 560 - ($(date +%s) - T0) )) python -m experiments.cli bench --modes device --cache $EVOGEMM_CACHE --timing '{"repeats":5}' --per-shape \
   --suite docs/results/h200-skinny-any-k/suite.yaml --kernels templates/skinny_mma/seeds templates/sm90_padded/seeds \
   --out $R/bench > $R/bench.log 2>&1
 echo "bench rc=$? at $(( $(date +%s) - T0 )) s"; tail -n 30 $R/bench/bench.md 2>/dev/null | grep -E "^- vs|geomean" | head
