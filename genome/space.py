@@ -29,21 +29,15 @@ class Violation:
         return f"[{self.rule}] {self.message}"
 
 
-@dataclass(frozen=True)
-class Rule:
-    """`check(params)` returns None when satisfied, else a message naming what is wrong."""
+class _Revised:
+    """A rule with versions: `since` is the space revision (SPACE_REVISION) from which this version holds; `before`
+    is the version a campaign created at an earlier revision keeps (None: the rule did not exist then), so its
+    draws and its resume by replay stay as they were."""
 
-    name: str
-    description: str
-    check: Callable[[Mapping[str, Any]], "str | None"]
-    repair: "Callable[[Params, random.Random], Params] | None" = None
-    # the space revision (SPACE_REVISION) from which this version of the rule holds; `before` is the version a
-    # campaign created at an earlier revision keeps (None: the rule did not exist then), so its draws and its
-    # resume by replay stay as they were
-    since: int = 0
-    before: "Rule | None" = None
+    since: int
+    before: "_Revised | None"
 
-    def as_of(self, revision: int) -> "Rule | None":
+    def as_of(self, revision: int):
         """The version of this rule a space at `revision` has, None if it had none."""
         if revision >= self.since:
             return self
@@ -51,19 +45,27 @@ class Rule:
 
 
 @dataclass(frozen=True)
-class ShapeRule:
+class Rule(_Revised):
+    """`check(params)` returns None when satisfied, else a message naming what is wrong."""
+
+    name: str
+    description: str
+    check: Callable[[Mapping[str, Any]], "str | None"]
+    repair: "Callable[[Params, random.Random], Params] | None" = None
+    since: int = 0
+    before: "Rule | None" = None
+
+
+@dataclass(frozen=True)
+class ShapeRule(_Revised):
+    """`check(params, problem)`, as Rule's; versioned the same way (a shape a family newly runs stays out of a
+    campaign created before, so its resume replays)."""
+
     name: str
     description: str
     check: Callable[[Mapping[str, Any], Problem], "str | None"]
-    # as for Rule: the space revision from which this version holds, and the version an older campaign keeps
-    # (a shape a family newly runs stays out of a campaign created before, so its resume replays)
     since: int = 0
     before: "ShapeRule | None" = None
-
-    def as_of(self, revision: int) -> "ShapeRule | None":
-        if revision >= self.since:
-            return self
-        return self.before.as_of(revision) if self.before is not None else None
 
 
 class InvalidGenome(ValueError):

@@ -80,10 +80,9 @@ def test_a_family_on_the_skinny_template_without_the_plan_global_runs_aligned_k_
 
 
 def test_the_simulator_prices_odd_k_with_the_any_k_plan():
-    from evaluator.sim_device import get_device
-    from evaluator.simulator import SimulatedEvaluator
+    from evaluator.sim_device import get_device, resolve_calibration
     from evaluator.sim_skinny import model
-    from evaluator.sim_device import resolve_calibration
+    from evaluator.simulator import SimulatedEvaluator
     g = next(g for _, g in FAMILIES.resolve("skinny_mma").seeds() if SPACE.params_of(g)["unroll"] == 8
              and SPACE.params_of(g)["prefetch"])
     p = SPACE.params_of(g)
