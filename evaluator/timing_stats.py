@@ -10,13 +10,25 @@ import math
 
 # Rotated input sets never take more than this much device memory in total (unless 2 sets do).
 MAX_ROTATION_BYTES = 8 << 30
+# Nor are there more sets than this: a replay launches once per set, and every launch is captured
+# one by one. Only sets under 3 x L2 / 65536 bytes (2.9 KB on an H200, 5x3x33 is 558 bytes) are
+# capped by it; their rotation covers less than 3 x L2 (65536 x 558 bytes = 37 MB).
+MAX_ROTATION_SETS = 1 << 16
 
 
 def rotation_set_count(l2_bytes: int, set_bytes: int, l2_multiple: float) -> int:
     """Input sets to rotate over: together >= l2_multiple x L2 when one set fits in L2, at least 2,
-    and no more than MAX_ROTATION_BYTES worth (but still at least 2)."""
+    and no more than MAX_ROTATION_BYTES worth or MAX_ROTATION_SETS (but still at least 2)."""
     n_sets = max(2, math.ceil(l2_multiple * l2_bytes / set_bytes))
-    return min(n_sets, max(2, int(MAX_ROTATION_BYTES // set_bytes)))
+    return min(n_sets, MAX_ROTATION_SETS, max(2, int(MAX_ROTATION_BYTES // set_bytes)))
+
+
+def autotune_launches(n_sets: int, most: int) -> int:
+    """Launches a graph of the cuBLASLt autotuner replays for each algorithm it tries: one per
+    rotated set (at least 10), but no more than `most`: past it (sets under 3 x L2 / most bytes)
+    the algorithms are screened over the first `most` sets and the fastest few timed again over
+    all of them (worker_baselines.autotune)."""
+    return max(min(n_sets, int(most)), 10)
 
 
 def launches_per_replay(est_ms: float, n_sets: int, target_replay_ms: float, max_launches: int) -> int:

@@ -165,3 +165,40 @@ def test_two_shapes_in_flight_take_turns_on_the_one_gpu(tmp_path):
     assert verified == {s: 1 for s in shapes}
     for s in shapes:
         print(s, result.states[s].best.time_us, result.states[s].best_vendor_us)
+
+
+def test_rotation_sets_made_in_one_batch_are_separate_sets_with_their_own_canaries():
+    """Tiny problems rotate over up to 65536 input sets, made as views of a few buffers
+    (worker_inputs.make_set_batch): each set its own data, C poisoned, canary bands on both sides."""
+    import torch
+
+    from evaluator.worker_gate import check_output, gate_reference
+    from evaluator.worker_inputs import CANARY_ELEMS, CANARY_FP16, Problem as P, make_set_batch, poison
+    p = P(5, 3, 33)
+    sets = make_set_batch(torch, p, 300, seed=1, need_wt=True, chunk_elems=1000)   # chunks that split sets
+    assert len(sets) == 300 and len({s.c_ptr() for s in sets}) == 300
+    a = torch.stack([s.a for s in sets]).float()
+    assert a.shape == (300, 5, 33) and torch.isfinite(a).all() and abs(a.std().item() - 1.0) < 0.05
+    assert not torch.equal(sets[0].a, sets[1].a) and not torch.equal(sets[0].w, sets[299].w)
+    for s in sets:   # every operand where its own allocation would start (kernels refuse them off 16 bytes)
+        assert all(t.data_ptr() % 256 == 0 for t in (s.a, s.w, s.wt, s.c))
+    for s in (sets[0], sets[150], sets[299]):
+        assert s.a.is_contiguous() and s.w.is_contiguous() and s.wt.is_contiguous()
+        assert torch.equal(s.wt, s.w.t()) and s.c.shape == (5, 3)
+        raw = s.c_flat.view(torch.int16)
+        assert raw.numel() == 2 * CANARY_ELEMS + 15
+        assert (raw[:CANARY_ELEMS] == CANARY_FP16).all() and (raw[-CANARY_ELEMS:] == CANARY_FP16).all()
+        assert torch.isnan(s.c.float()).all()
+    # a right output in one set passes the gate's check and leaves its neighbours as they were
+    mid = sets[150]
+    torch.matmul(mid.a, mid.w.t(), out=mid.c)
+    ok, err, reason, corrupted, _ = check_output(torch, mid, gate_reference(torch, mid), 1e-3, enforce_acc=False)
+    assert ok and not corrupted and err < 1e-3, reason
+    for nb in (sets[149], sets[151]):
+        assert torch.isnan(nb.c.float()).all()
+        assert (nb.c_flat.view(torch.int16)[:CANARY_ELEMS] == CANARY_FP16).all()
+    poison(torch, mid)
+    assert torch.isnan(mid.c.float()).all()
+    # a write past C is seen as a band overwritten
+    mid.c_flat[CANARY_ELEMS + 15] = 0.0
+    assert check_output(torch, mid, gate_reference(torch, mid), 1e-3)[3]

@@ -17,8 +17,8 @@ import pytest
 
 from evaluator import cublaslt, gpu_worker
 from evaluator.timing_options import PROTOCOL_MINIMUMS, TIMING_DEFAULTS, check_timing, timing_config
-from evaluator.timing_stats import (MAX_ROTATION_BYTES, last_set_index, launches_per_replay, rotation_set_count,
-                                    summary, upper_median)
+from evaluator.timing_stats import (MAX_ROTATION_BYTES, MAX_ROTATION_SETS, autotune_launches, last_set_index,
+                                    launches_per_replay, rotation_set_count, summary, upper_median)
 from evaluator.worker_baselines import add_baselines, cublaslt_formulation, is_autotuned
 from evaluator.worker_candidates import Candidate, release_candidates
 from evaluator.worker_cuda import KernelFault
@@ -94,6 +94,57 @@ def test_rotation_sets_are_at_least_two_and_capped_by_memory():
     assert rotation_set_count(l2, 5 << 30, 3.0) == 2             # even past the memory cap
     assert rotation_set_count(l2, 1 << 20, 1000.0) == MAX_ROTATION_BYTES // (1 << 20)
     assert rotation_set_count(l2, 1 << 20, 0.0) == 2
+
+
+def test_rotation_sets_of_tiny_problems_are_capped_by_count():
+    l2 = 60 << 20
+    tiny = Problem(5, 3, 33)                                      # 558 bytes: 338,000 sets for 3 x L2
+    assert rotation_set_count(l2, tiny.set_bytes, 3.0) == MAX_ROTATION_SETS
+    just_over = math.ceil(3 * l2 / MAX_ROTATION_SETS)            # the smallest set the cap leaves alone
+    assert rotation_set_count(l2, just_over, 3.0) * just_over >= 3 * l2
+    assert rotation_set_count(l2, Problem(128, 128, 128).set_bytes, 3.0) == 1920   # as before the cap
+
+
+def test_autotune_launches():
+    assert autotune_launches(30, 4096) == 30                      # one per set, as the final timing
+    assert autotune_launches(3, 4096) == 10                       # at least 10
+    assert autotune_launches(65536, 4096) == 4096                 # tiny sets: a screen over the first 4096
+
+
+def _autotune_with(monkeypatch, n_sets, screen_us, full_us, failing=(), most=10, finalists=2):
+    """_autotune_one over scripted algorithms: screen_us[i] per launch over `most` sets, full_us[i] over all."""
+    from evaluator import worker_baselines as wb
+    calls = []
+
+    def replay_times(w, cand, sets, launches, iters):
+        calls.append((cand.lt_index, launches))
+        return [(full_us if launches == len(sets) else screen_us)[cand.lt_index]] * iters
+    monkeypatch.setattr(wb, "_replay_times", replay_times)
+    monkeypatch.setattr(wb, "_gate_algorithm", lambda w, c, idx, check, ref, tol: None if idx in failing else 1e-4)
+    cand = Candidate("cublaslt_autotuned", "baseline", lt_plan=SimpleNamespace(algos=list(range(len(screen_us)))))
+    cfg = {**TIMING_DEFAULTS, "autotune_max_launches": most, "autotune_finalists": finalists}
+    wb._autotune_one(SimpleNamespace(running=lambda *a: None), cand, list(range(n_sets)), None, None, cfg)
+    return cand, calls
+
+
+def test_autotune_times_every_algorithm_over_every_set_when_they_are_few(monkeypatch):
+    cand, calls = _autotune_with(monkeypatch, 4, [5.0, 3.0, 4.0, 3.0], [9.0, 9.0, 9.0, 9.0], failing={0})
+    assert calls == [(1, 10), (2, 10), (3, 10)]                   # max(4 sets, 10) launches, no second pass
+    assert cand.lt_index == 1 and cand.result["algorithm_index"] == 1 and cand.result["algorithms_timed"] == 3
+    cand, calls = _autotune_with(monkeypatch, 10, [5.0, 3.0], [9.0, 9.0])
+    assert calls == [(0, 10), (1, 10)]                            # as many sets as the screen: one pass
+
+
+def test_autotune_over_many_tiny_sets_screens_then_times_the_finalists_over_all(monkeypatch):
+    # algorithm 1 is the fastest on the screen's warmer sets, algorithm 3 over all of them
+    cand, calls = _autotune_with(monkeypatch, 100, [5.0, 2.0, 4.0, 3.0, 6.0], [5.0, 9.0, 4.0, 7.0, 1.0],
+                                 failing={2})
+    assert calls[:4] == [(0, 10), (1, 10), (3, 10), (4, 10)]     # the screen: 10 launches each
+    assert calls[4:] == [(1, 100), (3, 100)]                      # its 2 fastest, over all 100 sets
+    assert cand.lt_index == 3 and cand.result["algorithm_index"] == 3
+    assert cand.result["algorithms_timed"] == 4                   # screened (the gate refused one)
+    cand, _ = _autotune_with(monkeypatch, 100, [1.0, 1.0], [1.0, 1.0], failing={0, 1})
+    assert not cand.alive and cand.result["status"] == "unsupported"
 
 
 def test_launches_per_replay():
@@ -611,3 +662,109 @@ def test_timed_rounds_alternate_every_candidate_with_the_reference(monkeypatch):
                                _random.Random(0))
     assert len([e for e in log if e[0] == "replay"]) == 4 + 2 and not plain[0].ref_samples
     assert len(plain[0].samples) == 2
+
+
+# ------------------------------------------------------------------------------------------------
+# rotation sets made in one batch, on a numpy stand-in for the few torch calls they make
+# ------------------------------------------------------------------------------------------------
+
+class _NpTensor:
+    """The part of a torch tensor make_set_batch and poison use, over a numpy array (views stay views)."""
+
+    def __init__(self, arr):
+        self.arr = arr
+
+    def __getitem__(self, key):
+        return _NpTensor(self.arr[key])
+
+    def __setitem__(self, key, value):
+        self.arr[key] = value
+
+    def view(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], str):              # a dtype: same bytes
+            return _NpTensor(self.arr.view(shape[0]))
+        out = self.arr.view()
+        out.shape = shape                                              # raises where a copy would be needed
+        return _NpTensor(out)
+
+    def transpose(self, d0, d1):
+        return _NpTensor(self.arr.swapaxes(d0, d1))
+
+    def copy_(self, other):
+        self.arr[...] = other.arr if isinstance(other, _NpTensor) else other
+        return self
+
+    def fill_(self, value):
+        self.arr.fill(value)
+        return self
+
+    def data_ptr(self):
+        return self.arr.__array_interface__["data"][0]
+
+    @property
+    def shape(self):
+        return self.arr.shape
+
+
+class _NpTorch:
+    """float16/float32/int16, Generator, empty (on 512-byte boundaries, as the caching allocator), randn."""
+    float16, float32, int16 = "float16", "float32", "int16"
+    cuda = SimpleNamespace(synchronize=lambda: None)
+
+    class Generator:
+        def __init__(self, device=None):
+            import numpy as np
+            self.rng = np.random.default_rng(0)
+
+        def manual_seed(self, seed):
+            import numpy as np
+            self.rng = np.random.default_rng(seed)
+
+    @staticmethod
+    def empty(shape, device=None, dtype=None):
+        import numpy as np
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        n = int(np.prod(shape))
+        raw = np.full(n * 2 + 512, 0x55, dtype=np.uint8)                # garbage, as cudaMalloc leaves it
+        skip = (-raw.__array_interface__["data"][0]) % 512
+        return _NpTensor(raw[skip:skip + n * 2].view(dtype).reshape(shape))
+
+    @staticmethod
+    def randn(shape, generator=None, device=None, dtype=None):
+        return _NpTensor(generator.rng.standard_normal(shape).astype(dtype))
+
+
+@pytest.mark.parametrize("shape,n_sets", [((5, 3, 33), 300), ((1, 7, 1), 50), ((16, 40, 24), 9)])
+def test_batched_rotation_sets_are_separate_aligned_and_banded(shape, n_sets):
+    import numpy as np
+
+    from evaluator.worker_inputs import CANARY_ELEMS, CANARY_FP16, NAN_FP16, make_set_batch, poison
+    m, n, k = shape
+    sets = make_set_batch(_NpTorch, Problem(m, n, k), n_sets, seed=7, need_wt=True, chunk_elems=1000)
+    assert len(sets) == n_sets
+    for s in sets:   # every operand where its own allocation would start (kernels refuse them off 16 bytes)
+        assert [t.shape for t in (s.a, s.w, s.wt, s.c)] == [(m, k), (n, k), (k, n), (m, n)]
+        assert all(t.data_ptr() % 256 == 0 for t in (s.a, s.w, s.wt, s.c))
+        assert all(t.arr.flags.c_contiguous for t in (s.a, s.w, s.wt, s.c))
+        np.testing.assert_array_equal(s.wt.arr, s.w.arr.T)
+        raw = s.c_flat.arr.view(np.int16)
+        assert raw.size == 2 * CANARY_ELEMS + m * n
+        assert (raw[:CANARY_ELEMS] == CANARY_FP16).all() and (raw[-CANARY_ELEMS:] == CANARY_FP16).all()
+        assert (s.c.arr.view(np.int16) == NAN_FP16).all()
+    a = np.stack([s.a.arr for s in sets]).astype(np.float64)
+    assert np.isfinite(a).all() and len({s.a.arr.tobytes() for s in sets}) == n_sets   # every set its own A
+    if a.size > 1000:
+        assert abs(a.std() - 1.0) < 0.1
+    # one set's output written: the others' C and bands are untouched; poison restores it
+    mid = sets[n_sets // 2]
+    mid.c.arr[...] = 1.0
+    for other in sets:
+        if other is not mid:
+            assert (other.c.arr.view(np.int16) == NAN_FP16).all()
+            assert (other.c_flat.arr.view(np.int16)[:CANARY_ELEMS] == CANARY_FP16).all()
+            assert (other.c_flat.arr.view(np.int16)[-CANARY_ELEMS:] == CANARY_FP16).all()
+    poison(_NpTorch, mid)
+    assert (mid.c.arr.view(np.int16) == NAN_FP16).all()
+    # the same seed gives the same sets
+    again = make_set_batch(_NpTorch, Problem(m, n, k), n_sets, seed=7, need_wt=False, chunk_elems=1000)
+    assert all(np.array_equal(x.a.arr, y.a.arr) and y.wt is None for x, y in zip(sets, again))
