@@ -108,8 +108,11 @@ class GpuEvaluator:
         return self.compiler.build_seconds_prior()
 
     def device_facts(self) -> dict:
-        """Facts of the GPU the bench's roofline needs: measured copy bandwidth (TB/s)."""
-        return {"hbm_tbps": self.pool.info().get("hbm_tbps"), "hbm_source": "copy bandwidth measured on this GPU"}
+        """Facts of the GPU the bench needs: measured copy bandwidth (TB/s) for the roofline, L2 bytes
+        for the rotation of input sets."""
+        info = self.pool.info()
+        return {"hbm_tbps": info.get("hbm_tbps"), "hbm_source": "copy bandwidth measured on this GPU",
+                "l2_bytes": info.get("l2_bytes")}
 
     def stats(self) -> dict:
         """GPU busy seconds (gate + timing in the worker), builds run and their nvcc seconds."""

@@ -23,6 +23,15 @@ def rotation_set_count(l2_bytes: int, set_bytes: int, l2_multiple: float) -> int
     return min(n_sets, MAX_ROTATION_SETS, max(2, int(MAX_ROTATION_BYTES // set_bytes)))
 
 
+def rotation_multiple(l2_bytes: int, set_bytes: int, l2_multiple: float) -> "float | None":
+    """The rotation's total as a multiple of L2 where it falls short of `l2_multiple` though one
+    set fits in L2 (sets capped by MAX_ROTATION_SETS: a figure below the protocol), else None."""
+    if set_bytes >= l2_bytes:
+        return None
+    total = rotation_set_count(l2_bytes, set_bytes, l2_multiple) * set_bytes
+    return total / l2_bytes if total < l2_multiple * l2_bytes else None
+
+
 def autotune_launches(n_sets: int, most: int) -> int:
     """Launches a graph of the cuBLASLt autotuner replays for each algorithm it tries: one per
     rotated set (at least 10), but no more than `most`: past it (sets under 3 x L2 / most bytes)

@@ -105,7 +105,9 @@ def _autotune_one(w: "Worker", cand: Candidate, sets: "list[InputSet]", check: I
     tried = len(timed)
     if launches < len(sets):
         # a screen over the first sets (warmer in L2 than the final timing): its fastest few again over all of them
-        timed = _time_again(w, cand, sets, sorted(timed)[:max(1, int(cfg["autotune_finalists"]))], cfg)
+        # (where every finalist fails to time again, the screen's fastest: the final timing times it anyway)
+        finalists = sorted(timed)[:max(1, int(cfg["autotune_finalists"]))]
+        timed = _time_again(w, cand, sets, finalists, cfg) or finalists[:1]
     if not timed:
         cand.alive = False
         cand.result.update(status="unsupported", reason="no cuBLASLt algorithm passed the gate")

@@ -207,6 +207,18 @@ def run_bench(problems: Sequence[Problem], kernels: Sequence[Genome], evaluator,
 
 # -- CLI -------------------------------------------------------------------------------------------
 
+def short_rotations(problems: "Sequence[Problem]", l2_bytes: "int | None", l2_multiple: float) -> "list[str]":
+    """'rotation 0.71x L2 at 5x3x33' for each shape whose input sets rotate over less than
+    `l2_multiple` x L2 (tiny sets, their count capped: evaluator/timing_stats.py)."""
+    from evaluator.timing_stats import rotation_multiple
+    out = []
+    for p in problems if l2_bytes else []:
+        got = rotation_multiple(int(l2_bytes), 2 * (p.m * p.k + p.n * p.k + p.m * p.n), l2_multiple)
+        if got is not None:
+            out.append(f"rotation {got:.2f}x L2 at {p.name}")
+    return out
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from evaluator.factory import NoGpuError, allowed_options, make_evaluator
     from experiments.cli import CliError
@@ -274,6 +286,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "timing_note": ("analytic model (simulated), no timing" if evaluator.simulated else
                             "graph replay, >=3x L2 rotation, >=1 s warm-up, interleaved; " + json.dumps(timing))}
     facts = evaluator.device_facts() if hasattr(evaluator, "device_facts") else {}
+    short = short_rotations(problems, facts.get("l2_bytes"), float(timing.get("l2_multiple", 3.0)))
+    if short:
+        print(f"warning: timing below MEASURE.md's protocol at {len(short)} shape(s) whose input sets are too small "
+              f"to rotate over {timing.get('l2_multiple', 3.0):g}x L2 ({', '.join(short)}): indicative only", flush=True)
+        meta["below_protocol"] = [*below, *short]
     meta["peak_tflops"] = args.peak_tflops
     meta["hbm_tbps"] = facts.get("hbm_tbps") or DEFAULT_HBM_TBPS
     meta["hbm_source"] = facts.get("hbm_source") if facts.get("hbm_tbps") else "MEASURE.md's H200 copy bandwidth"

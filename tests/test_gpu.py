@@ -175,7 +175,7 @@ def test_rotation_sets_made_in_one_batch_are_separate_sets_with_their_own_canari
     from evaluator.worker_gate import check_output, gate_reference
     from evaluator.worker_inputs import CANARY_ELEMS, CANARY_FP16, Problem as P, make_set_batch, poison
     p = P(5, 3, 33)
-    sets = make_set_batch(torch, p, 300, seed=1, need_wt=True, chunk_elems=1000)   # chunks that split sets
+    sets = make_set_batch(torch, p, 300, seed=1, need_wt=True, chunk_elems=1000)   # the batch filled in chunks
     assert len(sets) == 300 and len({s.c_ptr() for s in sets}) == 300
     a = torch.stack([s.a for s in sets]).float()
     assert a.shape == (300, 5, 33) and torch.isfinite(a).all() and abs(a.std().item() - 1.0) < 0.05

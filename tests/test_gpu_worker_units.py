@@ -18,7 +18,8 @@ import pytest
 from evaluator import cublaslt, gpu_worker
 from evaluator.timing_options import PROTOCOL_MINIMUMS, TIMING_DEFAULTS, check_timing, timing_config
 from evaluator.timing_stats import (MAX_ROTATION_BYTES, MAX_ROTATION_SETS, autotune_launches, last_set_index,
-                                    launches_per_replay, rotation_set_count, summary, upper_median)
+                                    launches_per_replay, rotation_multiple, rotation_set_count, summary,
+                                    upper_median)
 from evaluator.worker_baselines import add_baselines, cublaslt_formulation, is_autotuned
 from evaluator.worker_candidates import Candidate, release_candidates
 from evaluator.worker_cuda import KernelFault
@@ -105,6 +106,21 @@ def test_rotation_sets_of_tiny_problems_are_capped_by_count():
     assert rotation_set_count(l2, Problem(128, 128, 128).set_bytes, 3.0) == 1920   # as before the cap
 
 
+def test_rotation_multiple_is_reported_only_where_the_cap_leaves_it_short():
+    l2 = 60 << 20
+    assert rotation_multiple(l2, Problem(5, 3, 33).set_bytes, 3.0) == pytest.approx(65536 * 558 / l2)   # 0.58x
+    assert rotation_multiple(l2, Problem(128, 128, 128).set_bytes, 3.0) is None
+    assert rotation_multiple(l2, 1 << 30, 3.0) is None          # one set larger than L2: no rotation asked
+
+
+def test_bench_names_the_shapes_whose_rotation_is_short():
+    from experiments.bench import short_rotations
+    from genome import Problem as Shape
+    shapes = [Shape.parse(s) for s in ("5x3x33", "128x128x128", "16x16x16")]
+    assert short_rotations(shapes, 60 << 20, 3.0) == ["rotation 0.58x L2 at 5x3x33", "rotation 1.60x L2 at 16x16x16"]
+    assert short_rotations(shapes, None, 3.0) == []              # the simulator: no L2, no rotation
+
+
 def test_autotune_launches():
     assert autotune_launches(30, 4096) == 30                      # one per set, as the final timing
     assert autotune_launches(3, 4096) == 10                       # at least 10
@@ -145,6 +161,19 @@ def test_autotune_over_many_tiny_sets_screens_then_times_the_finalists_over_all(
     assert cand.result["algorithms_timed"] == 4                   # screened (the gate refused one)
     cand, _ = _autotune_with(monkeypatch, 100, [1.0, 1.0], [1.0, 1.0], failing={0, 1})
     assert not cand.alive and cand.result["status"] == "unsupported"
+    # every finalist fails to time again over all sets: the screen's fastest, not "none passed the gate"
+    from evaluator import worker_baselines as wb
+
+    def second_pass_fails(w, c, sets, launches, iters):
+        if launches == len(sets):
+            raise RuntimeError("capture failed")
+        return [[3.0, 1.0, 2.0][c.lt_index]] * iters
+    monkeypatch.setattr(wb, "_replay_times", second_pass_fails)
+    monkeypatch.setattr(wb, "_gate_algorithm", lambda w, c, idx, check, ref, tol: 1e-4)
+    cand = Candidate("cublaslt_autotuned", "baseline", lt_plan=SimpleNamespace(algos=[0, 1, 2]))
+    wb._autotune_one(SimpleNamespace(running=lambda *a: None), cand, list(range(100)), None, None,
+                     {**TIMING_DEFAULTS, "autotune_max_launches": 10, "autotune_finalists": 2})
+    assert cand.alive and cand.lt_index == 1 and cand.result["algorithms_timed"] == 3
 
 
 def test_launches_per_replay():
