@@ -27,8 +27,10 @@ META_KEY = "space_revision"
 # fit (29 of 4 and 14 of 8 on the H200, which runs 30 and 15), and sm90_lean's grid of one CTA per tile is
 # padded to whole clusters only, not to the swizzle, and starts in the hardware's order whatever its raster knob
 # (sim_sm90.persistent_ctas).
+# 4: skinny_mma's any-K kernel priced with a factor fitted to measured any-K / aligned time ratios (session 43,
+# sim_skinny.ANY_K_BODY_FACTOR).
 SEED_MODEL_KEY = "seed_model_revision"
-SEED_MODEL_REVISION = 3
+SEED_MODEL_REVISION = 4
 
 
 def creation_record() -> dict[str, int]:

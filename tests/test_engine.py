@@ -1006,7 +1006,7 @@ def test_a_campaign_of_seed_model_revision_2_prices_the_grids_as_it_did(tmp_path
     seeds at 16384x2048x8192; a campaign created at revision 2 keeps the old order, so its resume replays."""
     from evolution.campaign_spaces import SEED_MODEL_KEY, SEED_MODEL_REVISION, seed_model_device
     from evolution.db import CampaignDB
-    assert SEED_MODEL_REVISION == 3
+    assert SEED_MODEL_REVISION >= 3
     data = _seed_model_campaign("sm90_lean", "16384x2048x8192")
     data["population"] = dict(data["population"], size=6, seed_fraction=1.0)   # room for the seeds that move
     data["budget"] = {"evaluations_per_shape": 8}
@@ -1015,8 +1015,8 @@ def test_a_campaign_of_seed_model_revision_2_prices_the_grids_as_it_did(tmp_path
         folder = tmp_path / f"rev{revision}"
         create_campaign(parse_campaign(data, base_dir=tmp_path), folder)
         db = CampaignDB(folder / "campaign.db")
-        if revision == 2:
-            db.set_meta({SEED_MODEL_KEY: 2})
+        if revision < SEED_MODEL_REVISION:
+            db.set_meta({SEED_MODEL_KEY: revision})
         assert seed_model_device(db).model_revision == revision
         db.close()
         first[revision] = _first_round_then_replay(folder)

@@ -99,6 +99,42 @@ def test_the_simulator_prices_odd_k_with_the_any_k_plan():
     assert np.isfinite(SimulatedEvaluator().predict_us(g, Problem.parse("16x4096x4095")))
 
 
+def test_the_any_k_factor_matches_the_measured_ratios_and_only_from_model_revision_4():
+    """ANY_K_BODY_FACTOR: the model's any-K / aligned time ratios against the 44 pairs timed on an H100
+    (one genome at an odd K and at the aligned K next to it); a campaign of seed model revision 3 prices as before."""
+    import json
+    import math
+    import statistics
+    from dataclasses import replace
+    from pathlib import Path
+
+    from evaluator.sim_device import get_device
+    from evaluator.sim_skinny import ANY_K_BODY_FACTOR
+    from evaluator.simulator import simulate_time_us
+    bench = Path(__file__).resolve().parent.parent / "docs/results/h200-skinny-any-k/h100-s43/bench/bench.json"
+    times, genomes = {}, {}
+    for shape in json.loads(bench.read_text())["shapes"]:
+        for k in shape["kernels"]:
+            if k["measurement"]["status"] == "ok" and k["genome"]["family"] == "skinny_mma":
+                times[shape["problem"], k["genome"]["id"]] = k["measurement"]["device"]["median_us"]
+                genomes[k["genome"]["id"]] = Genome.from_dict(k["genome"])
+    dev = get_device("h200")
+
+    def ratio(g, odd, al, d):
+        return simulate_time_us(g, odd, device=d) / simulate_time_us(g, al, device=d)
+    pairs = [(odd, al, gid) for odd, al in (("16x4096x14335", "16x4096x14336"), ("16x6144x4097", "16x6144x4096"))
+             for gid in genomes if (odd, gid) in times and (al, gid) in times]
+    assert len(pairs) == 44
+    errors = [math.log(times[odd, gid] / times[al, gid] / ratio(genomes[gid], odd, al, dev)) for odd, al, gid in pairs]
+    assert abs(statistics.median(errors)) < 0.03
+    old = replace(dev, model_revision=3)
+    for odd, al, gid in pairs[:5]:
+        assert ratio(genomes[gid], odd, al, dev) > ratio(genomes[gid], odd, al, old) * 1.2
+    g = genomes[pairs[0][2]]
+    assert simulate_time_us(g, "16x4096x14336", device=dev) == simulate_time_us(g, "16x4096x14336", device=old)
+    assert ANY_K_BODY_FACTOR > 1.0
+
+
 # ---- a numpy model of the kernel's any-K loads (kernel.cu.j2: load_group, shifted, shift_halves, keep_halves) ----
 
 def _load_chunk(buf: np.ndarray, chunk: int) -> np.ndarray:
