@@ -56,9 +56,9 @@ def make_set(torch, p: Problem, seed: int, need_wt: bool) -> InputSet:
 
 
 # More rotated sets than this are made in one batch (make_set_batch), not one by one: sets under
-# 3 x L2 / 4096 bytes (38 KB on an H200; no shape of either suite: 128^3 takes 1,920 sets), where one
-# by one took minutes (281,876 sets at 5x3x33 on an H100: 35 s to make, and a graph of as many launches
-# for every candidate). Shapes with fewer sets keep the sets their benches were measured with.
+# 3 x L2 / 4096 bytes (38-46 KB with 50-60 MB of L2; no shape of either suite: 128^3 takes 1,920 sets),
+# where one by one took minutes (5x3x33 on an H100: 281,876 sets, 35 s to make, and a graph of as many
+# launches for every candidate). Shapes with fewer sets keep the sets their benches were measured with.
 BATCH_SETS_FROM = 4096
 
 
@@ -75,8 +75,8 @@ def make_sets(torch, p: Problem, n_sets: int, rng: random.Random, need_wt: bool)
 def make_set_batch(torch, p: Problem, n_sets: int, seed: int, need_wt: bool,
                    chunk_elems: int = 1 << 24) -> "list[InputSet]":
     """`n_sets` input sets as views of one A, one W (and W^T) and one C buffer: a few dozen device
-    calls however many sets (one by one, 65536 tiny sets took minutes of allocations, fills and
-    synchronisations). Every A, W, W^T and C starts on a SET_ALIGN-byte boundary, as its own
+    calls however many sets (one by one, each set is a generator, two fills, a poison and a
+    synchronisation: 5000 sets of 5x3x33 took 0.62 s on an H100). Every A, W, W^T and C starts on a SET_ALIGN-byte boundary, as its own
     allocation would (a kernel may refuse operands off 16 bytes); the C of each set has its canary
     bands, and neighbours share one."""
     gen = torch.Generator(device="cuda")
