@@ -365,20 +365,18 @@ class Compiler:
         result = BuildResult(kernel.genome.id, key, ok=ok, seconds=round(seconds, 2), reason=reason,
                              registers=report.max_registers, spill_bytes=report.spill_bytes, excerpt=excerpt,
                              host=socket.gethostname())
-        # Publish atomically: another process may have finished the same key meanwhile.
-        try:
-            os.rename(work, final)
-        except OSError:
-            shutil.rmtree(work, ignore_errors=True)
-            existing = self._lookup(key)
-            if existing is not None:
-                existing.genome_id = kernel.genome.id
-                return existing
-            final = work  # pragma: no cover - unusual filesystem race
         result.library = str(final / "kernel.so") if ok else None
         result.log = str(final / "build.log")
-        (final / "meta.json").write_text(json.dumps(result.to_dict(), indent=1))
-        return result
+        # meta.json goes in before the folder is published (renamed into place), so that a published entry is
+        # whole: a build killed at any moment leaves at most a hidden work folder, never an entry without it
+        (work / "meta.json").write_text(json.dumps(result.to_dict(), indent=1))
+        if publish_entry(work, final):
+            return result
+        existing = self._lookup(key)  # another process finished the same key meanwhile
+        if existing is None:  # pragma: no cover - replaced by another process twice as we looked
+            raise OSError(f"cannot publish the build of {key} into {final.parent}: other processes keep replacing it")
+        existing.genome_id = kernel.genome.id
+        return existing
 
 
 @dataclass(frozen=True)
@@ -386,6 +384,27 @@ class PtxasReport:
     max_registers: "int | None"
     spill_bytes: int
     serialised_wgmma: bool
+
+
+def publish_entry(work: Path, final: Path) -> bool:
+    """Rename a finished cache entry (a folder holding meta.json) into place; False, with `work` removed, when a
+    whole entry is there already (another process built the same key). An entry without meta.json, left by a
+    build killed before entries were published whole (or by a foreign tool), is moved aside and replaced."""
+    for _ in range(2):
+        try:
+            os.rename(work, final)
+            return True
+        except OSError:
+            if (final / "meta.json").exists() or not final.exists():
+                break
+            stale = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".stale", dir=final.parent))
+            try:
+                os.rename(final, stale / "entry")
+            except OSError:
+                pass  # someone else moved it meanwhile
+            shutil.rmtree(stale, ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
+    return False
 
 
 def parse_ptxas(output: str) -> PtxasReport:

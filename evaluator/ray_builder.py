@@ -17,7 +17,6 @@ a key already in the driver's cache costs no task at all.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import tempfile
 import threading
@@ -30,7 +29,8 @@ from typing import Any
 from genome import Genome
 from templates import FamilyRegistry
 
-from .compile import BUILD_GB, DEFAULT_TIMEOUT_S, BuildResult, Compiler, Toolchain, ToolchainError, _copy_for
+from .compile import (BUILD_GB, DEFAULT_TIMEOUT_S, BuildResult, Compiler, Toolchain, ToolchainError, _copy_for,
+                      publish_entry)
 
 RAY_INSTALL_HINT = "pip install 'evogemm[ray]'"
 ENTRY_FILES = ("kernel.so", "build.log", "meta.json")
@@ -97,12 +97,7 @@ def publish(cache_dir: Path, key: str, files: dict[str, bytes]) -> bool:
     work = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=final.parent))
     for name, data in files.items():
         (work / name).write_bytes(data)
-    try:
-        os.rename(work, final)
-    except OSError:  # published meanwhile by someone else
-        shutil.rmtree(work, ignore_errors=True)
-        return False
-    return True
+    return publish_entry(work, final)   # False: published meanwhile by someone else
 
 
 @dataclass

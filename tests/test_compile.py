@@ -191,3 +191,64 @@ def test_the_build_seconds_prior_is_what_builds_took_on_this_machine(tmp_path, m
     monkeypatch.setattr(c, "build", lambda g: BuildResult("g", "k", ok=True, seconds=5.0, host=here))
     c._timed_build(None)
     assert c.build_seconds_prior() == 5.0
+
+
+def test_an_entry_left_without_its_meta_by_a_killed_build_is_replaced_not_fatal(tmp_path):
+    """A build killed (kill -9 of a campaign, a Ray worker whose driver died) after its folder was published and
+    before its meta.json was written used to leave an entry that made every later build of the key raise."""
+    compiler = fake_compiler(tmp_path)
+    g = SPACE.validate(Genome.make("sm90_cutlass", SMALL))
+    entry = compiler.entry_dir(compiler.key_of(g))
+    entry.mkdir(parents=True)
+    (entry / "kernel.so").write_bytes(b"half a kernel")
+    (entry / "build.log").write_text("")
+    result = compiler.build(g)
+    assert result.ok, result.reason
+    assert (entry / "meta.json").exists() and Path(result.library) == entry / "kernel.so"
+    assert (entry / "kernel.so").read_bytes() != b"half a kernel"                  # the new build's
+    assert not [p for p in entry.parent.iterdir() if p.name.startswith(".")]   # no work or stale folder left
+    again = fake_compiler(tmp_path)                                            # another process: a cache hit
+    hit = again.build(g)
+    assert hit.ok and hit.cached
+    assert len((tmp_path / "fake-nvcc.calls").read_text().splitlines()) == 1
+    compiler.close()
+    again.close()
+
+
+def test_a_published_entry_already_holds_its_meta(tmp_path, monkeypatch):
+    """The folder is renamed into place with meta.json inside: no moment shows an entry without it."""
+    import os
+
+    import evaluator.compile as compile_module
+    seen = []
+    real_rename = os.rename
+
+    def rename(src, dst):
+        if not Path(src).name.endswith(".stale") and Path(dst).parent.parent == tmp_path / "cache":
+            seen.append((Path(src) / "meta.json").exists())
+        return real_rename(src, dst)
+    monkeypatch.setattr(compile_module.os, "rename", rename)
+    compiler = fake_compiler(tmp_path)
+    assert compiler.build(SPACE.validate(Genome.make("sm90_cutlass", SMALL))).ok
+    assert seen == [True]
+    compiler.close()
+
+
+def test_publish_entry_keeps_a_whole_entry_and_replaces_an_incomplete_one(tmp_path):
+    from evaluator.compile import publish_entry
+
+    def work_folder(text):
+        work = tmp_path / f".w{len(list(tmp_path.iterdir()))}"
+        work.mkdir()
+        (work / "meta.json").write_text(text)
+        return work
+    final = tmp_path / "ab" / "abcd"
+    final.parent.mkdir()
+    assert publish_entry(work_folder("first"), final)                      # nothing there: published
+    second = work_folder("second")
+    assert not publish_entry(second, final) and not second.exists()        # a whole entry stays, ours goes
+    assert (final / "meta.json").read_text() == "first"
+    (final / "meta.json").unlink()                                         # as a build killed half-way left it
+    assert publish_entry(work_folder("third"), final)
+    assert (final / "meta.json").read_text() == "third"
+    assert [p.name for p in final.parent.iterdir()] == ["abcd"]            # the incomplete one is gone
