@@ -18,7 +18,6 @@ import shutil
 import socket
 import statistics
 import subprocess
-import tempfile
 import time
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
@@ -31,6 +30,7 @@ from genome import Genome, InvalidGenome
 from templates import FamilyRegistry, RenderedKernel, TemplateFamily, render
 
 from .build_log import log_excerpt
+from .cache_entry import entry_path, publish_entry, work_folder
 from .elf_imports import ImportGuard
 
 BUILD_GB = 3.5           # peak RSS of one CUTLASS sm90 build with nvcc 13 (measured 3.3-3.4 GB)
@@ -165,7 +165,7 @@ class Compiler:
         return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
     def entry_dir(self, key: str) -> Path:
-        return self.cache_dir / key[:2] / key
+        return entry_path(self.cache_dir, key)
 
     # -- building ---------------------------------------------------------------------------
     def render(self, genome: Genome) -> RenderedKernel:
@@ -323,8 +323,7 @@ class Compiler:
 
     def _nvcc(self, kernel: RenderedKernel, key: str) -> BuildResult:
         final = self.entry_dir(key)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=final.parent))
+        work = work_folder(final)
         src, lib, log = work / "kernel.cu", work / "kernel.so", work / "build.log"
         src.write_text(kernel.source)
         cmd = [*build_priority_prefix(), self.tools.nvcc, *self.flags(kernel.family), str(src), "-o", str(lib)]
@@ -384,27 +383,6 @@ class PtxasReport:
     max_registers: "int | None"
     spill_bytes: int
     serialised_wgmma: bool
-
-
-def publish_entry(work: Path, final: Path) -> bool:
-    """Rename a finished cache entry (a folder holding meta.json) into place; False, with `work` removed, when a
-    whole entry is there already (another process built the same key). An entry without meta.json, left by a
-    build killed before entries were published whole (or by a foreign tool), is moved aside and replaced."""
-    for _ in range(2):
-        try:
-            os.rename(work, final)
-            return True
-        except OSError:
-            if (final / "meta.json").exists() or not final.exists():
-                break
-            stale = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".stale", dir=final.parent))
-            try:
-                os.rename(final, stale / "entry")
-            except OSError:
-                pass  # someone else moved it meanwhile
-            shutil.rmtree(stale, ignore_errors=True)
-    shutil.rmtree(work, ignore_errors=True)
-    return False
 
 
 def parse_ptxas(output: str) -> PtxasReport:

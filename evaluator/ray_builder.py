@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import socket
-import tempfile
 import threading
 import time
 from concurrent.futures import Future
@@ -29,11 +28,10 @@ from typing import Any
 from genome import Genome
 from templates import FamilyRegistry
 
-from .compile import (BUILD_GB, DEFAULT_TIMEOUT_S, BuildResult, Compiler, Toolchain, ToolchainError, _copy_for,
-                      publish_entry)
+from .cache_entry import entry_files, publish_files
+from .compile import BUILD_GB, DEFAULT_TIMEOUT_S, BuildResult, Compiler, Toolchain, ToolchainError, _copy_for
 
 RAY_INSTALL_HINT = "pip install 'evogemm[ray]'"
-ENTRY_FILES = ("kernel.so", "build.log", "meta.json")
 
 
 def import_ray() -> Any:
@@ -83,21 +81,8 @@ def build_on_worker(spec: CompilerSpec, genome: Genome, ship: bool) -> WorkerBui
     if ship and result.build_key:
         entry = compiler.entry_dir(result.build_key)
         if (entry / "meta.json").exists():
-            files = {name: (entry / name).read_bytes() for name in ENTRY_FILES if (entry / name).exists()}
+            files = entry_files(entry)
     return WorkerBuild(result.to_dict(), files, socket.gethostname(), os.getpid(), time.monotonic() - start)
-
-
-def publish(cache_dir: Path, key: str, files: dict[str, bytes]) -> bool:
-    """Write a shipped cache entry under `key` atomically; False when the entry was already there
-    (another build of the same key, or a shared cache folder)."""
-    final = cache_dir / key[:2] / key
-    if (final / "meta.json").exists():
-        return False
-    final.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=final.parent))
-    for name, data in files.items():
-        (work / name).write_bytes(data)
-    return publish_entry(work, final)   # False: published meanwhile by someone else
 
 
 @dataclass
@@ -228,7 +213,7 @@ class RayBuilder:
             where = f"{shipped.node}:{shipped.pid}"
             self.stats.where[where] = self.stats.where.get(where, 0) + 1
         if shipped.files:
-            publish(self.compiler.cache_dir, key, shipped.files)
+            publish_files(self.compiler.cache_dir, key, shipped.files)
         result = self.compiler._lookup(key)  # the driver's copy, with paths in the driver's cache
         remote = BuildResult(**shipped.result)
         if result is None:  # not cached by the worker (a timeout), or a shared cache not shipped

@@ -30,7 +30,8 @@ from templates import FamilyRegistry, family_registry
 from .api import BaselineSet, Measurement
 from .compile import BUILD_GB, BuildResult, Compiler
 from .pipeline import BuildRunPipeline, space_check
-from .ray_builder import ENTRY_FILES, RayBuilder, import_ray, publish
+from .cache_entry import entry_files, publish_files
+from .ray_builder import RayBuilder, import_ray
 from .simulator import SimulatedEvaluator
 
 RUNNERS = ("auto", "simulator", "gpu")
@@ -68,7 +69,7 @@ class GpuHost:
         out = []
         for g, b in items:
             if b.ok and b.build_key in files:
-                publish(self.cache_dir, b.build_key, files[b.build_key])
+                publish_files(self.cache_dir, b.build_key, files[b.build_key])
             if b.ok and b.build_key:
                 b.library = str(self.cache_dir / b.build_key[:2] / b.build_key / "kernel.so")
             out.append((g, b))
@@ -211,7 +212,7 @@ class RayEvaluator:
             self._shipped[index].update(b.build_key for b in todo)
         for b in todo:
             entry = self.compiler.entry_dir(b.build_key)
-            out[b.build_key] = {n: (entry / n).read_bytes() for n in ENTRY_FILES if (entry / n).exists()}
+            out[b.build_key] = entry_files(entry)
         return out
 
     def _call(self, problem: Problem, method: str, *args: Any) -> Any:

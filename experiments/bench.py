@@ -213,7 +213,7 @@ def short_rotations(problems: "Sequence[Problem]", l2_bytes: "int | None", l2_mu
     from evaluator.timing_stats import rotation_multiple
     out = []
     for p in problems if l2_bytes else []:
-        got = rotation_multiple(int(l2_bytes), 2 * (p.m * p.k + p.n * p.k + p.m * p.n), l2_multiple)
+        got = rotation_multiple(int(l2_bytes), p.min_bytes, l2_multiple)   # a set: A, W and C
         if got is not None:
             out.append(f"rotation {got:.2f}x L2 at {p.name}")
     return out

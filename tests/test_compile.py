@@ -219,7 +219,7 @@ def test_a_published_entry_already_holds_its_meta(tmp_path, monkeypatch):
     """The folder is renamed into place with meta.json inside: no moment shows an entry without it."""
     import os
 
-    import evaluator.compile as compile_module
+    import evaluator.cache_entry as cache_entry
     seen = []
     real_rename = os.rename
 
@@ -227,7 +227,7 @@ def test_a_published_entry_already_holds_its_meta(tmp_path, monkeypatch):
         if not Path(src).name.endswith(".stale") and Path(dst).parent.parent == tmp_path / "cache":
             seen.append((Path(src) / "meta.json").exists())
         return real_rename(src, dst)
-    monkeypatch.setattr(compile_module.os, "rename", rename)
+    monkeypatch.setattr(cache_entry.os, "rename", rename)
     compiler = fake_compiler(tmp_path)
     assert compiler.build(SPACE.validate(Genome.make("sm90_cutlass", SMALL))).ok
     assert seen == [True]
@@ -235,7 +235,7 @@ def test_a_published_entry_already_holds_its_meta(tmp_path, monkeypatch):
 
 
 def test_publish_entry_keeps_a_whole_entry_and_replaces_an_incomplete_one(tmp_path):
-    from evaluator.compile import publish_entry
+    from evaluator.cache_entry import publish_entry
 
     def work_folder(text):
         work = tmp_path / f".w{len(list(tmp_path.iterdir()))}"
