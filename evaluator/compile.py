@@ -108,6 +108,8 @@ class BuildResult:
     spill_bytes: int = 0
     host: "str | None" = None  # the machine whose nvcc made it (build times differ between machines)
     knobs: tuple[int, ...] = ()
+    lost: bool = False         # the machine building it failed (a Ray worker lost past its retries): a verdict
+                               # on infrastructure, not on the kernel; the pipeline asks for the build once more
 
     def to_dict(self) -> dict:
         return asdict(self)

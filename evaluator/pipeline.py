@@ -107,6 +107,7 @@ class BuildRunPipeline:
     def evaluate(self, genomes: Sequence[Genome], problem: Problem) -> list[Measurement]:
         out: dict[str, Measurement] = {}
         pending: dict[str, tuple[Genome, "Future[BuildResult]"]] = {}
+        asked_again: set[str] = set()   # genomes whose build was lost once (BuildResult.lost)
         for g in genomes:
             if g.id in out or g.id in pending:
                 continue
@@ -123,6 +124,11 @@ class BuildRunPipeline:
                 build = future.result()
                 if build.ok:
                     ready.append((genome, build))
+                elif build.lost and gid not in asked_again:
+                    # the machine that built it was lost, not the kernel: asked once more before the
+                    # campaign records a verdict (a second loss is recorded as the build's failure)
+                    asked_again.add(gid)
+                    pending[gid] = (genome, self.builder.submit(genome))
                 else:
                     out[gid] = build_failure(genome, problem, build)
             if ready:

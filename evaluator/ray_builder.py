@@ -125,6 +125,7 @@ class RayBuilder:
         self._inflight: dict[str, "Future[BuildResult]"] = {}
         self._refs: dict[str, Any] = {}  # key -> ObjectRef of the build task in flight
         self._lock = threading.RLock()  # RLock: a ref already done runs its callback inside submit
+        self._closed = False            # after close(): no new build task starts
         self.stats = BuildStats()
 
     # -- the toolchain: the driver's, else asked of a worker (a driver without nvcc) ----------
@@ -162,8 +163,14 @@ class RayBuilder:
             mine.set_result(self.compiler.vet(genome, hit))
             return mine
         with self._lock:
+            if self._closed:  # shutting down: asked again for a build close() cancelled, start nothing
+                mine.set_result(BuildResult(genome.id, key, ok=False, lost=True,
+                                            reason="build lost: the Ray builder was closed"))
+                return mine
             shared = self._inflight.get(key)
-            if shared is None or (shared.done() and "timed out" in (shared.result().reason or "")):
+            stale = shared is not None and shared.done() and (shared.result().lost or
+                                                              "timed out" in (shared.result().reason or ""))
+            if shared is None or stale:  # a lost or timed-out build is started afresh when asked again
                 shared = self._start(spec, genome, key)
                 self._inflight[key] = shared
 
@@ -225,7 +232,7 @@ class RayBuilder:
         with self._lock:
             self.stats.lost += 1
         first = (str(exc).strip().splitlines() or [""])[0][:300]
-        return BuildResult(genome.id, key, ok=False,
+        return BuildResult(genome.id, key, ok=False, lost=True,
                            reason=f"build lost: the Ray worker building it failed {self.max_retries + 1} time(s) "
                                   f"({type(exc).__name__}: {first})")
 
@@ -247,6 +254,7 @@ class RayBuilder:
     def close(self) -> None:
         """Cancel the builds in flight (their futures resolve as lost builds)."""
         with self._lock:
+            self._closed = True
             refs = list(self._refs.values())
             self._refs.clear()
         for ref in refs:

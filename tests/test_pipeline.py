@@ -23,9 +23,10 @@ RUN_S = 0.05
 class SlowBuilder:
     """Two parallel 'nvcc' slots; every build takes BUILD_S; failures for chosen ids."""
 
-    def __init__(self, fail: "set[str] | None" = None):
+    def __init__(self, fail: "set[str] | None" = None, lose: "dict[str, int] | None" = None):
         self.pool = ThreadPoolExecutor(max_workers=2)
         self.fail = fail or set()
+        self.lose = dict(lose or {})   # genome id -> how many of its builds the 'machine' loses
         self.finished: dict[str, float] = {}
         self.submitted: list[str] = []
         self.futures: list = []
@@ -35,6 +36,11 @@ class SlowBuilder:
         time.sleep(BUILD_S)
         with self.lock:
             self.finished[genome.id] = time.monotonic()
+        with self.lock:
+            if self.lose.get(genome.id, 0) > 0:
+                self.lose[genome.id] -= 1
+                return BuildResult(genome.id, "key-" + genome.id, ok=False, lost=True,
+                                   reason="build lost: the Ray worker building it failed 1 time(s)")
         ok = genome.id not in self.fail
         return BuildResult(genome.id, "key-" + genome.id, ok=ok, library="/fake.so" if ok else None,
                            seconds=BUILD_S, reason=None if ok else "compile error: planted")
@@ -97,6 +103,20 @@ def test_failed_builds_become_measurements_and_are_not_run():
     assert ms[1].status == "compile_failed" and "planted" in ms[1].reason
     assert batch[1].id not in [gid for _, ids in runner.calls for gid in ids]
     assert ms[0].ok and ms[2].ok
+
+
+def test_a_lost_build_is_asked_for_once_more_before_it_is_recorded():
+    batch = genomes(3, seed=7)
+    builder, runner = SlowBuilder(lose={batch[0].id: 1, batch[2].id: 2}), SlowRunner()
+    ms = BuildRunPipeline(builder, runner, check).evaluate(batch, PROBLEM)
+    # lost once: built on the second ask and timed, as if nothing had happened
+    assert ms[0].ok and builder.submitted.count(batch[0].id) == 2
+    assert batch[0].id in [gid for _, ids in runner.calls for gid in ids]
+    # an ordinary build is asked for once
+    assert ms[1].ok and builder.submitted.count(batch[1].id) == 1
+    # lost twice: recorded as the build's failure, with the reason, and asked for no third time
+    assert ms[2].status == "compile_failed" and "build lost" in ms[2].reason
+    assert builder.submitted.count(batch[2].id) == 2
 
 
 def test_prefetch_overlaps_the_next_rounds_builds_with_this_rounds_timing():

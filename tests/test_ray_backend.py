@@ -227,11 +227,15 @@ def test_a_build_lost_past_its_retries_is_a_clean_failure(nvcc, tmp_path):
     future = builder.submit(g)
     _kill_the_build(nvcc)
     result = future.result(timeout=120)
-    assert not result.ok and result.reason.startswith("build lost: the Ray worker building it failed 1 time(s)")
+    assert not result.ok and result.lost
+    assert result.reason.startswith("build lost: the Ray worker building it failed 1 time(s)")
     assert builder.stats.lost == 1 and builder.pending() == 0
     m = build_failure(g, PROBLEM, result)
     assert m.status == "compile_failed" and "build lost" in m.reason
     assert builder.submit(g).result(timeout=120).ok   # not cached: asked again, it builds
+    builder.close()                                   # closed: asked again, it starts no task
+    again = builder.submit(genomes(1, seed=7)[0]).result(timeout=10)
+    assert not again.ok and again.lost and "closed" in again.reason and builder.stats.submitted == 2
 
 
 class Silent:
