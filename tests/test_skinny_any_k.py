@@ -199,6 +199,36 @@ def test_the_shifted_loads_give_every_k_of_a_row_once(interleave):
                     assert total == float(x[r * K:(r + 1) * K] @ y[s * K:(s + 1) * K]), (K, unroll, nsplit, r)
 
 
+def test_a_group_the_kernel_loads_without_the_end_test_never_leaves_a_buffer():
+    """load_group's `inside` (session 44): where it holds for a warp's rows (X) or a CTA's columns (Y) and a group,
+    the chunks are read by plain 16-byte loads with no end-of-buffer test, so every chunk a lane needs there must lie
+    whole inside the buffer; and it holds for all but the last groups of the last rows."""
+    for K in [1, 3, 7, 9, 33, 100, 255, 1001, 4095]:
+        for R in (1, 5, 16, 17, 40):
+            for unroll in (1, 2, 4):
+                chunks = unroll + 1
+                total = R * K
+                for rows in (16, 32):           # a warp's rows (kWarpRows), or a CTA's Y columns (kSTile)
+                    insides = 0
+                    for row0 in range(0, R, rows):
+                        last = (min(row0 + rows, R) - 1) * K
+                        for k0 in range(0, K, 32 * unroll):
+                            if not last + k0 + chunks * 32 <= total:   # the kernel's `inside`
+                                continue
+                            insides += 1
+                            for r in range(row0, min(row0 + rows, R)):
+                                sh = (r * K) & 7
+                                for u in range(chunks):
+                                    for t4 in range(4):
+                                        k = k0 + u * 32 + t4 * 8
+                                        need = (u < unroll or t4 == 0) and k - sh < K and (u < unroll or sh != 0)
+                                        if need:
+                                            start = r * K - sh + k
+                                            assert 0 <= start and start + 8 <= total, (K, R, unroll, r, k0, u, t4)
+                    if K * R >= 2 * 32 * chunks * rows and K >= 64 * chunks:
+                        assert insides > 0, (K, R, unroll, rows)   # the plain loads are the common case
+
+
 # ---- builds (nvcc): the heaviest plans build without spilling in either instantiation ----
 
 def _heaviest_plans() -> list[Genome]:
