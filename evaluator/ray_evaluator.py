@@ -313,10 +313,15 @@ class RayEvaluator:
         return self.compiler.build_seconds_prior()
 
     def build(self, genomes: Sequence[Genome], progress: Any = None) -> list[BuildResult]:
+        """The builds of `genomes`, in order; a build lost with its worker is asked for once more (as the
+        pipeline does: BuildResult.lost)."""
         futures = [self.builder.submit(g) for g in genomes]
         results = []
-        for i, f in enumerate(futures, start=1):
-            results.append(f.result())
+        for i, (g, f) in enumerate(zip(genomes, futures), start=1):
+            result = f.result()
+            if result.lost:
+                result = self.builder.submit(g).result()
+            results.append(result)
             if progress:
                 progress(i, len(futures), results[-1])
         return results

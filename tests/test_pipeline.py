@@ -119,6 +119,21 @@ def test_a_lost_build_is_asked_for_once_more_before_it_is_recorded():
     assert builder.submitted.count(batch[2].id) == 2
 
 
+def test_the_ray_evaluators_own_builds_ask_for_a_lost_build_once_more():
+    """RayEvaluator.build (evaluate with baselines, or with builds given) treats a lost build as the pipeline does."""
+    from evaluator.ray_evaluator import RayEvaluator
+    batch = genomes(3, seed=8)
+    ev = object.__new__(RayEvaluator)        # only its builder is used: no Ray, no GPU actors
+    ev.builder = SlowBuilder(lose={batch[0].id: 1, batch[2].id: 2})
+    seen = []
+    results = ev.build(batch, progress=lambda i, n, r: seen.append((i, n, r.ok)))
+    assert [r.genome_id for r in results] == [g.id for g in batch]
+    assert results[0].ok and ev.builder.submitted.count(batch[0].id) == 2
+    assert results[1].ok and ev.builder.submitted.count(batch[1].id) == 1
+    assert not results[2].ok and results[2].lost and ev.builder.submitted.count(batch[2].id) == 2
+    assert seen == [(1, 3, True), (2, 3, True), (3, 3, False)]
+
+
 def test_prefetch_overlaps_the_next_rounds_builds_with_this_rounds_timing():
     builder, runner = SlowBuilder(), SlowRunner()
     pipe = BuildRunPipeline(builder, runner, check)

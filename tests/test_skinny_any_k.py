@@ -208,11 +208,11 @@ def test_a_group_the_kernel_loads_without_the_end_test_never_leaves_a_buffer():
             for unroll in (1, 2, 4):
                 chunks = unroll + 1
                 total = R * K
-                for rows in (16, 32):           # a warp's rows (kWarpRows), or a CTA's Y columns (kSTile)
+                for rows in (8, 16, 32, 64):    # a warp's rows (kWarpRows), or a CTA's Y columns (kSTile)
                     insides = 0
-                    for row0 in range(0, R, rows):
+                    for row0 in range(0, R + rows, rows):   # and a warp past the last row (kWarpsR > 1)
                         last = (min(row0 + rows, R) - 1) * K
-                        for k0 in range(0, K, 32 * unroll):
+                        for k0 in range(0, K, 32):   # a group starts on any 32 k (a split's start, then 32 x unroll)
                             if not last + k0 + chunks * 32 <= total:   # the kernel's `inside`
                                 continue
                             insides += 1
