@@ -28,9 +28,10 @@ META_KEY = "space_revision"
 # padded to whole clusters only, not to the swizzle, and starts in the hardware's order whatever its raster knob
 # (sim_sm90.persistent_ctas).
 # 4: skinny_mma's any-K kernel priced with a factor fitted to measured any-K / aligned time ratios (session 43,
-# sim_skinny.ANY_K_BODY_FACTOR).
+# sim_skinny.ANY_K_BODY_FACTOR, on an H100).
+# 5: that factor fitted on the H200 after the any-K kernel's plain loads (session 44, ANY_K_BODY_FACTOR_H200).
 SEED_MODEL_KEY = "seed_model_revision"
-SEED_MODEL_REVISION = 4
+SEED_MODEL_REVISION = 5
 
 
 def creation_record() -> dict[str, int]:
