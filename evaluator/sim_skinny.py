@@ -59,9 +59,10 @@ CTA_END_FACTOR = 3.0          # a CTA's end against WARP_REDUCE_US + CLUSTER_RED
 # the aligned K next to it, timed in one bench on an H100 (docs/results/h200-skinny-any-k/h100-s43): the any-K
 # kernel took 1.94x the aligned one (1.13-3.06x), the model said 1.49x. A ratio on one GPU, not a time.
 ANY_K_BODY_FACTOR = 1.33
-# model revision 5: the same factor fitted on the H200, the card the model prices (session 44, after the any-K kernel's
-# plain loads): the median of 60 such pairs timed in one bench there (docs/results/h200-skinny-any-k/h200-s44) was
-# 2.27x (0.95-4.18x), and revision 4 left the median pair 17% under its measured ratio (median log error 0.156; 1.55 leaves 0.009).
+# model revision 5: the same factor fitted on the H200, the card the model prices (session 44, after the any-K
+# kernel's plain loads): the median of 60 such pairs timed in one bench there (docs/results/h200-skinny-any-k/h200-s44)
+# was 2.27x (0.95-4.18x); revision 4 left the median pair 17% under its measured ratio (median log error 0.156;
+# 1.55 leaves 0.009).
 ANY_K_BODY_FACTOR_H200 = 1.55
 
 
