@@ -99,37 +99,54 @@ def test_the_simulator_prices_odd_k_with_the_any_k_plan():
     assert np.isfinite(SimulatedEvaluator().predict_us(g, Problem.parse("16x4096x4095")))
 
 
-def test_the_any_k_factor_matches_the_measured_ratios_and_only_from_model_revision_4():
-    """ANY_K_BODY_FACTOR: the model's any-K / aligned time ratios against the 44 pairs timed on an H100
-    (one genome at an odd K and at the aligned K next to it); a campaign of seed model revision 3 prices as before."""
-    import json
-    import math
-    import statistics
-    from dataclasses import replace
-    from pathlib import Path
+# the pairs the any-K factor is fitted on: one genome at an odd K and at the aligned K next to it, in one bench
+ANY_K_PAIRS = (("16x4096x14335", "16x4096x14336"), ("16x6144x4097", "16x6144x4096"))
 
-    from evaluator.sim_device import get_device
-    from evaluator.sim_skinny import ANY_K_BODY_FACTOR
-    from evaluator.simulator import simulate_time_us
-    bench = Path(__file__).resolve().parent.parent / "docs/results/h200-skinny-any-k/h100-s43/bench/bench.json"
+
+def _measured_pairs(bench: str):
+    """(times, genomes, pairs) of the skinny_mma runs of a bench under docs/results: times[(shape, id)] in us and
+    the (odd, aligned, id) pairs of ANY_K_PAIRS timed both ways."""
+    import json
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "docs/results" / bench
     times, genomes = {}, {}
-    for shape in json.loads(bench.read_text())["shapes"]:
+    for shape in json.loads(path.read_text())["shapes"]:
         for k in shape["kernels"]:
             if k["measurement"]["status"] == "ok" and k["genome"]["family"] == "skinny_mma":
                 times[shape["problem"], k["genome"]["id"]] = k["measurement"]["device"]["median_us"]
                 genomes[k["genome"]["id"]] = Genome.from_dict(k["genome"])
-    dev = replace(get_device("h200"), model_revision=4)   # the revision fitted on these pairs
+    pairs = [(odd, al, gid) for odd, al in ANY_K_PAIRS for gid in genomes if (odd, gid) in times and (al, gid) in times]
+    return times, genomes, pairs
 
-    def ratio(g, odd, al, d):
-        return simulate_time_us(g, odd, device=d) / simulate_time_us(g, al, device=d)
-    pairs = [(odd, al, gid) for odd, al in (("16x4096x14335", "16x4096x14336"), ("16x6144x4097", "16x6144x4096"))
-             for gid in genomes if (odd, gid) in times and (al, gid) in times]
+
+def _model_ratio(genome, odd, aligned, dev) -> float:
+    from evaluator.simulator import simulate_time_us
+    return simulate_time_us(genome, odd, device=dev) / simulate_time_us(genome, aligned, device=dev)
+
+
+def _log_errors(times, genomes, pairs, dev) -> list[float]:
+    """log(measured any-K / aligned ratio / the model's) of each pair."""
+    import math
+    return [math.log(times[odd, gid] / times[al, gid] / _model_ratio(genomes[gid], odd, al, dev))
+            for odd, al, gid in pairs]
+
+
+def test_the_any_k_factor_matches_the_measured_ratios_and_only_from_model_revision_4():
+    """ANY_K_BODY_FACTOR: the model's any-K / aligned time ratios against the 44 pairs timed on an H100
+    (one genome at an odd K and at the aligned K next to it); a campaign of seed model revision 3 prices as before."""
+    import statistics
+    from dataclasses import replace
+
+    from evaluator.sim_device import get_device
+    from evaluator.sim_skinny import ANY_K_BODY_FACTOR
+    from evaluator.simulator import simulate_time_us
+    times, genomes, pairs = _measured_pairs("h200-skinny-any-k/h100-s43/bench/bench.json")
+    dev = replace(get_device("h200"), model_revision=4)   # the revision fitted on these pairs
     assert len(pairs) == 44
-    errors = [math.log(times[odd, gid] / times[al, gid] / ratio(genomes[gid], odd, al, dev)) for odd, al, gid in pairs]
-    assert abs(statistics.median(errors)) < 0.03
+    assert abs(statistics.median(_log_errors(times, genomes, pairs, dev))) < 0.03
     old = replace(dev, model_revision=3)
     for odd, al, gid in pairs[:5]:
-        assert ratio(genomes[gid], odd, al, dev) > ratio(genomes[gid], odd, al, old) * 1.2
+        assert _model_ratio(genomes[gid], odd, al, dev) > _model_ratio(genomes[gid], odd, al, old) * 1.2
     g = genomes[pairs[0][2]]
     assert simulate_time_us(g, "16x4096x14336", device=dev) == simulate_time_us(g, "16x4096x14336", device=old)
     assert ANY_K_BODY_FACTOR > 1.0
@@ -139,38 +156,19 @@ def test_the_h200_any_k_factor_matches_the_h200_ratios_from_model_revision_5():
     """Such pairs timed on an H200 in session 44 with the plain loads (docs/results/h200-skinny-any-k/h200-s44): one
     genome at an odd K and at the aligned K next to it, 60 pairs (the seeds and eight M = 64 candidates). Revision 4's
     factor, fitted on the H100, left the median pair 17% under its measured ratio; revision 5's is fitted here."""
-    import json
-    import math
     import statistics
-    from pathlib import Path
-
     from dataclasses import replace
 
     from evaluator.sim_device import get_device
     from evaluator.simulator import simulate_time_us
-    bench = Path(__file__).resolve().parent.parent / "docs/results/h200-skinny-any-k/h200-s44/bench-new/bench.json"
-    times, genomes = {}, {}
-    for shape in json.loads(bench.read_text())["shapes"]:
-        for k in shape["kernels"]:
-            if k["measurement"]["status"] == "ok" and k["genome"]["family"] == "skinny_mma":
-                times[shape["problem"], k["genome"]["id"]] = k["measurement"]["device"]["median_us"]
-                genomes[k["genome"]["id"]] = Genome.from_dict(k["genome"])
+    times, genomes, pairs = _measured_pairs("h200-skinny-any-k/h200-s44/bench-new/bench.json")
     dev = get_device("h200")
-    pairs = [(odd, al, gid) for odd, al in (("16x4096x14335", "16x4096x14336"), ("16x6144x4097", "16x6144x4096"))
-             for gid in genomes if (odd, gid) in times and (al, gid) in times]
     assert len(pairs) == 60
-    errors = [math.log(times[odd, gid] / times[al, gid]
-                       / (simulate_time_us(genomes[gid], odd, device=dev) / simulate_time_us(genomes[gid], al, device=dev)))
-              for odd, al, gid in pairs]
-    assert abs(statistics.median(errors)) < 0.03
-    rev4 = [math.log(times[odd, gid] / times[al, gid]
-                     / (simulate_time_us(genomes[gid], odd, device=replace(dev, model_revision=4))
-                        / simulate_time_us(genomes[gid], al, device=replace(dev, model_revision=4))))
-            for odd, al, gid in pairs]
-    assert statistics.median(rev4) > 0.1                    # what revision 5 corrects
+    assert abs(statistics.median(_log_errors(times, genomes, pairs, dev))) < 0.03
+    rev4 = replace(dev, model_revision=4)
+    assert statistics.median(_log_errors(times, genomes, pairs, rev4)) > 0.1   # what revision 5 corrects
     g = genomes[pairs[0][2]]                                # aligned K: priced as before
-    assert simulate_time_us(g, "16x4096x14336", device=dev) == \
-        simulate_time_us(g, "16x4096x14336", device=replace(dev, model_revision=4))
+    assert simulate_time_us(g, "16x4096x14336", device=dev) == simulate_time_us(g, "16x4096x14336", device=rev4)
 
 
 # ---- a numpy model of the kernel's any-K loads (kernel.cu.j2: load_group, shifted, shift_halves, keep_halves) ----
