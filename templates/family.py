@@ -189,7 +189,8 @@ def builtin_families() -> list[TemplateFamily]:
     from .sm90_splitk import FAMILY as SPLITK
     from .sm90_cpasync import FAMILY as CPASYNC
     from .sm90_swapab import FAMILY as SWAPAB
-    return [SM90, SKINNY, PADDED, SM80, SPLITK, LEAN, CPASYNC, SWAPAB]
+    from .skinny_tma import FAMILY as SKINNY_TMA
+    return [SM90, SKINNY, PADDED, SM80, SPLITK, LEAN, CPASYNC, SWAPAB, SKINNY_TMA]
 
 
 def default_family() -> str:

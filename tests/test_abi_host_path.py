@@ -19,7 +19,7 @@ from templates import family_registry, render
 
 FAMILIES = family_registry()
 NAMES = ("sm90_cutlass", "sm90_splitk", "sm90_padded", "sm90_lean", "sm80_cutlass", "skinny_mma", "sm90_cpasync",
-         "sm90_swapab")
+         "sm90_swapab", "skinny_tma")
 # host calls that configure or query the device: allowed only inside a per_device<...>(...) call
 ONCE_ONLY = ("cudaFuncSetAttribute", "cudaDeviceGetAttribute", "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
              "cudaGetDeviceProperties", "query_device_multiprocessor_count", "query_device_max_active_clusters")

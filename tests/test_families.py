@@ -13,7 +13,7 @@ from templates import family_registry, render, template_blocks
 FAMILIES = family_registry()
 UNRENDERED = re.compile(r"\{\{\s*\w|\{%-?\s*(block|endblock|if|endif|for|raw|endraw|extends)\b")
 NAMES = ("sm90_cutlass", "skinny_mma", "sm90_padded", "sm80_cutlass", "sm90_splitk", "sm90_lean", "sm90_cpasync",
-         "sm90_swapab")
+         "sm90_swapab", "skinny_tma")
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -55,6 +55,7 @@ CASES = [
     Case("sm80_cutlass", "splitk_64x64x64_s4_k8", ("512x512x2048", "256x128x1024"), workspace=True),
     Case("skinny_mma", "decode_r16_k4_u2_pf_c2", ("16x4096x4096", "8x2048x1024")),
     Case("sm90_swapab", "coop_256x128x64_c1x2", ("384x1024x512", "136x776x256")),            # transposed, cluster
+    Case("skinny_tma", "r32_p4_s4_w8_c2", ("16x4096x4096", "4104x8x1032")),  # TMA maps per call, A streamed
 ]
 
 

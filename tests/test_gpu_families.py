@@ -28,6 +28,10 @@ FAMILY_SHAPES = [
     ("sm90_cpasync", "1000x1000x1000"), ("sm90_cpasync", "1536x6002x2500"), ("sm90_cpasync", "264x1000x520"),
     # M and N unequal and not multiples of the tiles, so a kernel that mixed up the two would fail the gate
     ("sm90_swapab", "1000x2056x512"), ("sm90_swapab", "136x4096x1024"),
+    # skinny_tma: one and two n8 tiles of the small operand, A streamed (M > N), K off 64 (the rows' ends
+    # zero-filled by TMA), row counts off every box
+    ("skinny_tma", "16x4096x4096"), ("skinny_tma", "1x8191x4096"), ("skinny_tma", "8192x13x4104"),
+    ("skinny_tma", "5x1000x3000"),
 ]
 
 

@@ -186,5 +186,5 @@ def test_a_plugin_family_is_checked_when_validated(tmp_path):
     assert line.startswith(f"families[1]: '{EX}:NoOpOperator' is not allowed: template family plug-in")
     line = refused(tmp_path, "families: [sm100_nope]")
     assert line.startswith("families[0]: 'sm100_nope' is not allowed: unknown template family 'sm100_nope'; "
-                           "known: skinny_mma, sm80_cutlass, sm90_cpasync, sm90_cutlass, sm90_lean, sm90_padded, sm90_splitk, "
+                           "known: skinny_mma, skinny_tma, sm80_cutlass, sm90_cpasync, sm90_cutlass, sm90_lean, sm90_padded, sm90_splitk, "
                            "sm90_swapab")

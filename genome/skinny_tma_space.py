@@ -1,0 +1,139 @@
+"""The search space of the `skinny_tma` family: a TMA-fed streaming mma.sync kernel for skinny GEMMs.
+
+The operand with more rows ("X") streams from HBM once through a ring of shared-memory stages filled by the
+Tensor Memory Accelerator: each stage holds `pieces` boxes of `rows` rows x 64 k (128 bytes of each row), so
+that DRAM sees runs of 128 x `pieces` bytes a row; the other operand ("Y", at most 16 rows) comes in beside it.
+One producer thread issues the loads, `consumer_warps` warps multiply with mma.sync from ldmatrix. Rules keep
+the stages within shared memory and the warps a whole tiling of a stage; shape rules ask for at most 16 rows of
+the small operand and K a multiple of 8 (TMA's 16-byte row pitch). Measured first as a prototype
+(docs/results/h200-tma-stream/).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Mapping
+
+from .problem import Problem
+from .space import ParamSpec, Params, Rule, SearchSpace, ShapeRule
+
+FAMILY = "skinny_tma"
+
+MAX_SMALL_DIM = 16             # rows of the small operand: one 16-row TMA box, at most two n8 mma tiles
+SMEM_BYTES_PER_BLOCK = 232448  # 227 KB opt-in
+SMEM_BYTES_PER_SM = 233472     # 228 KB, of which 1 KB is reserved per resident block
+STATIC_SMEM_BYTES = 1024       # the ring's mbarriers (ptxas: 1024 bytes of static shared memory)
+
+PARAMS = (
+    ParamSpec("rows", (16, 32, 64), doc="rows of the streamed operand a CTA takes at a time (one TMA box)"),
+    ParamSpec("pieces", (1, 2, 4, 8, 16), doc="64-k pieces (128 bytes of each row) a stage loads, one TMA box "
+                                              "each: runs of 128 x pieces bytes a row"),
+    ParamSpec("stages", (2, 3, 4, 6, 8), doc="stages of the shared-memory ring (loads in flight)"),
+    ParamSpec("consumer_warps", (2, 4, 8), doc="warps multiplying: each 16-row group of a box gets "
+                                               "consumer_warps / (rows / 16) of them, splitting a stage's k"),
+    ParamSpec("ctas_per_sm", (1, 2), kind="runtime",
+              doc="CTAs launched per SM (the grid: SMs x this, at most the row blocks); 2 where two fit"),
+)
+
+BLOCKS = ("includes", "config", "kernel", "launch", "abi")
+
+
+def smem_bytes(p: Mapping[str, Any]) -> int:
+    """Dynamic shared memory of a CTA: the ring, the consumer warps' partial tiles and the 1 KB alignment pad."""
+    stage = 128 * p["pieces"] * (p["rows"] + 16)
+    return p["stages"] * stage + p["consumer_warps"] * 256 * 4 + 1024
+
+
+def _smem(p):
+    if smem_bytes(p) + STATIC_SMEM_BYTES > SMEM_BYTES_PER_BLOCK:
+        return (f"{p['stages']} stages of {p['rows']} + 16 rows x {p['pieces']} x 128 bytes need "
+                f"{smem_bytes(p) // 1024} KB of shared memory (> 227 KB)")
+    return None
+
+
+def _fix_smem(p: Params, rng: random.Random) -> Params:
+    """Fewer pieces a stage until two stages fit, then the most stages that fit (fewer rows as a last resort)."""
+    def fits(q):
+        return smem_bytes(q) + STATIC_SMEM_BYTES <= SMEM_BYTES_PER_BLOCK
+    while p["pieces"] > 1 and not fits({**p, "stages": 2}):
+        p["pieces"] //= 2
+    while p["rows"] > 16 and not fits({**p, "stages": 2}):
+        p["rows"] //= 2
+    p["stages"] = max([s for s in (2, 3, 4, 6, 8) if s <= p["stages"] and fits({**p, "stages": s})], default=2)
+    return p
+
+
+def _tiling(p):
+    groups = p["rows"] // 16
+    if p["consumer_warps"] % groups:
+        return f"{p['consumer_warps']} consumer warps do not share {groups} 16-row groups evenly"
+    split = p["consumer_warps"] // groups
+    if (4 * p["pieces"]) % split:
+        return f"{split} warps a group do not split a stage's {4 * p['pieces']} k16 steps evenly"
+    return None
+
+
+def _fix_tiling(p: Params, rng: random.Random) -> Params:
+    groups = p["rows"] // 16
+    if p["consumer_warps"] < groups:
+        p["consumer_warps"] = groups
+    elif p["consumer_warps"] % groups:
+        p["consumer_warps"] = groups
+    else:
+        p["consumer_warps"] = max(groups, p["consumer_warps"] // 2)
+    return p
+
+
+def _two_ctas(p):
+    if p["ctas_per_sm"] == 2 and 2 * (smem_bytes(p) + STATIC_SMEM_BYTES + 1024) > SMEM_BYTES_PER_SM:
+        return f"two CTAs of {smem_bytes(p) // 1024} KB of shared memory do not fit an SM (228 KB)"
+    return None
+
+
+def _fix_two_ctas(p: Params, rng: random.Random) -> Params:
+    p["ctas_per_sm"] = 1
+    return p
+
+
+RULES = (
+    Rule("smem-capacity", "stages x 128 x pieces x (rows + 16) bytes + partial tiles fit in 227 KB", _smem, _fix_smem),
+    Rule("warp-tiling", "consumer warps tile the 16-row groups and a stage's k16 steps evenly", _tiling, _fix_tiling),
+    Rule("two-ctas", "ctas_per_sm 2 only where two CTAs' shared memory fits an SM", _two_ctas, _fix_two_ctas),
+)
+
+
+def _skinny(p, problem: Problem):
+    small = min(problem.m, problem.n)
+    if small > MAX_SMALL_DIM:
+        return f"skinny_tma is for min(M, N) <= {MAX_SMALL_DIM}; this problem has min(M, N) = {small}"
+    return None
+
+
+def _k_aligned(p, problem: Problem):
+    if problem.k % 8:
+        return (f"skinny_tma loads rows through TMA, whose row pitch must be a multiple of 16 bytes, so K must be "
+                f"a multiple of 8; K = {problem.k}")
+    return None
+
+
+SHAPE_RULES = (
+    ShapeRule("skinny", f"min(M, N) <= {MAX_SMALL_DIM}", _skinny),
+    ShapeRule("k-alignment", "K a multiple of 8 (TMA's 16-byte row pitch); N and M may be anything", _k_aligned),
+)
+
+
+def knobs(params: Mapping[str, Any]) -> list[int]:
+    """The runtime knob vector passed through the C ABI (see kernel.cu.j2, block `abi`)."""
+    return [int(params["ctas_per_sm"])]
+
+
+def make_space() -> SearchSpace:
+    return SearchSpace(
+        family=FAMILY,
+        params=PARAMS,
+        rules=RULES,
+        shape_rules=SHAPE_RULES,
+        blocks=BLOCKS,
+        description="TMA-fed streaming mma.sync kernel for skinny GEMMs (min(M, N) <= 16): one operand read "
+                    "once from HBM in long runs of each row, through a ring of shared-memory stages",
+    )
