@@ -11,12 +11,14 @@
 * an SM's fill rate: both boxes through its TMA unit at `SM_FILL_BYTES_PER_US` (binding where the row blocks
   are fewer than the SMs, and for 16-row boxes, whose small-operand box is as large as the streamed one);
 * the consumer warps: each k16 step of a warp at `STEP_US` (binding with few warps a 16-row group);
+* rows off 128-byte pitches (K % 64 != 0): `K_PITCH_FACTOR` on the body;
 * imbalance: a CTA takes row blocks blockIdx.x, + grid, ...; the grid is SMs x ctas_per_sm (at most the row
   blocks), so the busiest CTA takes ceil(blocks / grid) of them where the average is blocks / grid.
 
 A model, not a measurement: fitted by hand (session 45) to the prototype's runs on an H100 (12 decode shapes x
 up to 24 configurations, docs/results/h200-tma-stream/h100-s45/skinny_tma.json, and the TMA read probe
-tma_stream.json); scripts/model_check.py there prints its rank correlation with them.
+tma_stream.json), the K-pitch factor to the family's protocol bench there (h100-s45/bench);
+scripts/model_check.py prints its rank correlation with both. No H200 measurement of the family yet.
 """
 
 from __future__ import annotations
@@ -35,8 +37,14 @@ SM_FILL_BYTES_PER_US = 62e3  # what one SM's TMA loads bring in, both boxes coun
                              # were fewer than the SMs: 16, 32 and 64-row boxes at 16x1024x16384 took 58-66 GB/s)
 # a consumer warp's k16 step (two ldmatrix, one or two mma.sync): the prototype, whose steps were one chain of
 # dependent mma, took about 0.055 us a step where its 2 warps a group bound it (R16_D8_S4_W2 at 16x1024x16384,
-# 30.2 us for 512 steps a warp); the family's kernel alternates two accumulator sets, assumed to halve it
+# 30.2 us for 512 steps a warp); the family's kernel alternates two accumulator sets within a stage, assumed to
+# halve it (not measured) where a warp takes two or more steps a stage (one step a stage: one chain)
+STEP_US_ONE_CHAIN = 0.055
 STEP_US = 0.03
+# rows whose pitch (2K bytes) is not a multiple of 128: every 128-byte box row straddles two lines, as for the sm90
+# TMA kernels (docs/results/h200-k-pitch). The seeds' best at K = 4104 and 3000 (protocol bench, H100) took 1.16x
+# the model's time without it, 1.08x at 8192x13x4104; aligned shapes 0.95-1.04x.
+K_PITCH_FACTOR = 1.15
 BLOCK_END_US = 0.35          # a row block's sums through shared memory, two named barriers, the stores
 Y_L2_WEIGHT = 0.6            # the small operand's box against the streamed one, per byte through L2 and the TMA unit
 
@@ -70,8 +78,12 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     t_mma = flops / (dev.peak_tflops * 1e6 * 0.6 * min(1.0, grid / dev.n_sms))
     groups = rows // 16
     split = max(1, int(p["consumer_warps"]) // groups)
-    t_consume = row_blocks / grid * chunks * (4 * pieces / split) * STEP_US
-    body = max(t_dram, t_l2, t_fill, t_mma, t_consume) * imbalance + BLOCK_END_US * blocks_per_cta
+    steps = 4 * pieces / split                               # a warp's k16 steps a stage
+    t_consume = row_blocks / grid * chunks * steps * (STEP_US if steps >= 2 else STEP_US_ONE_CHAIN)
+    body = max(t_dram, t_l2, t_fill, t_mma, t_consume) * imbalance
+    if (2 * K) % 128:
+        body *= K_PITCH_FACTOR
+    body += BLOCK_END_US * blocks_per_cta
     fixed = sp.launch_us + DRAM_LATENCY_US
     return SimBreakdown(total_us=fixed + body, fixed_us=fixed, compute_us=t_mma, l2_us=t_l2, dram_us=t_dram,
                         reduction_us=BLOCK_END_US * blocks_per_cta, iteration_us=0.0, epilogue_us=0.0,

@@ -316,3 +316,31 @@ def test_skinny_any_k_passes_the_gate(evaluator, shape):
     genomes = [g for g in any_k_genomes() if sk.is_valid(g, problem)]
     assert len(genomes) == 6, [v for g in any_k_genomes() for v in sk.violations(g, problem)]
     assert_all_pass_the_gate(evaluator, genomes, problem)
+
+
+def skinny_tma_edge_genomes() -> list:
+    """skinny_tma configurations no seed has: one 64-k piece a stage (a warp's single k16 step a stage: one
+    accumulator chain), 8 warps on a 16-row group (two pieces: one step each), 2 warps on each of four 16-row groups,
+    16 pieces with 2 stages and two CTAs an SM, 8 stages of one piece."""
+    from genome import Genome
+    st = FAMILIES.resolve("skinny_tma").space
+    cases = [dict(rows=16, pieces=1, stages=8, consumer_warps=4, ctas_per_sm=1),
+             dict(rows=16, pieces=2, stages=6, consumer_warps=8, ctas_per_sm=2),
+             dict(rows=64, pieces=2, stages=4, consumer_warps=8, ctas_per_sm=1),
+             dict(rows=32, pieces=16, stages=2, consumer_warps=2, ctas_per_sm=1),
+             dict(rows=64, pieces=1, stages=8, consumer_warps=4, ctas_per_sm=2)]
+    return [st.validate(Genome.make("skinny_tma", c)) for c in cases]
+
+
+# K shorter than one piece, K off 64 with whole pieces past its end, one row, S = 16 and S = 9 (two n8 tiles), A
+# streamed with 9 columns of C
+SKINNY_TMA_EDGE_SHAPES = ["16x4096x40", "9x777x1032", "1x1x4096", "4104x9x2056"]
+
+
+@pytest.mark.parametrize("shape", SKINNY_TMA_EDGE_SHAPES)
+def test_skinny_tma_edge_configurations_pass_the_gate(evaluator, shape):
+    problem = Problem.parse(shape)
+    st = FAMILIES.resolve("skinny_tma").space
+    genomes = [g for g in skinny_tma_edge_genomes() if st.is_valid(g, problem)]
+    assert len(genomes) == 5, [v for g in skinny_tma_edge_genomes() for v in st.violations(g, problem)]
+    assert_all_pass_the_gate(evaluator, genomes, problem)
