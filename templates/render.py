@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from types import SimpleNamespace
 
 import jinja2
@@ -35,6 +36,10 @@ def _family(genome_or_name: "Genome | str", families: "FamilyRegistry | None") -
     return (families or family_registry()).resolve(name)
 
 
+# templates every family may include (evogemm_host_state.j2: the host side's per-device helpers), after its own folders
+SHARED_TEMPLATES = Path(__file__).resolve().parent
+
+
 def _environment(family: TemplateFamily) -> jinja2.Environment:
     return _environment_for(tuple(family.template_folders()))
 
@@ -44,7 +49,7 @@ def _environment_for(folders: tuple[str, ...]) -> jinja2.Environment:
     """One environment per template search path, so each template is compiled once per process (its
     loader still reloads a template whose file changed)."""
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(list(folders)),
+        loader=jinja2.FileSystemLoader([*folders, str(SHARED_TEMPLATES)]),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,

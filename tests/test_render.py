@@ -133,3 +133,19 @@ def test_a_family_on_the_sm90_template_without_the_base_widths_always_gets_the_e
     assert SPACE.params_of(g)["tile_n"] == 128
     assert "CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED" not in render(g).source
     assert "#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED 1" in render(g, FamilyRegistry([bare])).source
+
+
+def test_every_family_takes_the_host_helpers_from_the_one_shared_template():
+    """per_device and current_device live in templates/evogemm_host_state.j2 only: every family's rendered source
+    holds that text once, and no template file defines them itself."""
+    from pathlib import Path
+
+    from templates import builtin_families
+    from templates.render import SHARED_TEMPLATES
+    shared = (SHARED_TEMPLATES / "evogemm_host_state.j2").read_text()
+    body = shared[shared.index("namespace evogemm_host {"):]
+    for fam in builtin_families():
+        source = render(fam.seeds()[0][1]).source
+        assert source.count(body) == 1 and source.count("cudaError_t per_device(") == 1, fam.name
+    for path in Path(SHARED_TEMPLATES).glob("*/*.j2"):
+        assert "cudaError_t per_device(" not in path.read_text(), path
