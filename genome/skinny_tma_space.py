@@ -15,13 +15,12 @@ import random
 from typing import Any, Mapping
 
 from .problem import Problem
+from .sm90_resources import SMEM_BYTES_PER_BLOCK, SMEM_BYTES_PER_SM
 from .space import ParamSpec, Params, Rule, SearchSpace, ShapeRule
 
 FAMILY = "skinny_tma"
 
 MAX_SMALL_DIM = 16             # rows of the small operand: one 16-row TMA box, at most two n8 mma tiles
-SMEM_BYTES_PER_BLOCK = 232448  # 227 KB opt-in
-SMEM_BYTES_PER_SM = 233472     # 228 KB, of which 1 KB is reserved per resident block
 STATIC_SMEM_BYTES = 1024       # the ring's mbarriers (ptxas: 1024 bytes of static shared memory)
 
 PARAMS = (

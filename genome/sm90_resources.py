@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 SMEM_BYTES_PER_BLOCK = 232448  # 227 KB: the opt-in maximum on sm_90
+SMEM_BYTES_PER_SM = 233472     # 228 KB an SM, of which 1 KB is reserved per resident block
 BYTES_FP16 = 2
 
 
