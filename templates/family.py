@@ -190,7 +190,8 @@ def builtin_families() -> list[TemplateFamily]:
     from .sm90_cpasync import FAMILY as CPASYNC
     from .sm90_swapab import FAMILY as SWAPAB
     from .skinny_tma import FAMILY as SKINNY_TMA
-    return [SM90, SKINNY, PADDED, SM80, SPLITK, LEAN, CPASYNC, SWAPAB, SKINNY_TMA]
+    from .stream_wgmma import FAMILY as STREAM_WGMMA
+    return [SM90, SKINNY, PADDED, SM80, SPLITK, LEAN, CPASYNC, SWAPAB, SKINNY_TMA, STREAM_WGMMA]
 
 
 def default_family() -> str:

@@ -32,6 +32,10 @@ FAMILY_SHAPES = [
     # zero-filled by TMA), row counts off every box
     ("skinny_tma", "16x4096x4096"), ("skinny_tma", "1x8191x4096"), ("skinny_tma", "8192x13x4104"),
     ("skinny_tma", "5x1000x3000"),
+    # stream_wgmma: W streamed at a split-K shape (fp32 partials), A streamed (M > N), the small side, the rows and
+    # K off every box (K % 64 != 0: the rows' ends zero-filled by TMA), a single row
+    ("stream_wgmma", "128x4096x4096"), ("stream_wgmma", "8192x64x2048"), ("stream_wgmma", "100x1000x3000"),
+    ("stream_wgmma", "1x2056x1032"),
 ]
 
 

@@ -149,3 +149,21 @@ def test_every_family_takes_the_host_helpers_from_the_one_shared_template():
         assert source.count(body) == 1 and source.count("cudaError_t per_device(") == 1, fam.name
     for path in Path(SHARED_TEMPLATES).glob("*/*.j2"):
         assert "cudaError_t per_device(" not in path.read_text(), path
+
+
+def test_the_tma_families_take_their_host_side_from_the_one_shared_template():
+    """The tensor-map encoder and encode_map live in templates/evogemm_tma_host.j2 only: skinny_tma's and
+    stream_wgmma's rendered sources hold each once, and no family's template file spells them itself."""
+    from pathlib import Path
+
+    from templates import family_registry
+    from templates.render import SHARED_TEMPLATES
+    shared = (SHARED_TEMPLATES / "evogemm_tma_host.j2").read_text()
+    assert "PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder()" in shared and "static int encode_map(" in shared
+    for name in ("skinny_tma", "stream_wgmma"):
+        source = render(family_registry().resolve(name).seeds()[0][1]).source
+        assert source.count("PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {") == 1, name
+        assert source.count("static int encode_map(") == 1, name
+    for path in Path(SHARED_TEMPLATES).glob("*/*.j2"):
+        text = path.read_text()
+        assert "tensor_map_encoder() {" not in text and "static int encode_map(" not in text, path

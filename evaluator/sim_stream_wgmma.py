@@ -1,0 +1,75 @@
+"""The simulator model of the `stream_wgmma` family (TMA-fed weight-streaming wgmma kernel, min(M, N) <= 256).
+
+  time = launch + first-load latency
+       + max(streamed bytes / achievable bandwidth, (streamed + small-operand bytes) / L2 bandwidth,
+             wgmma time) x the work-unit imbalance
+       + with ksplit > 1: the partial sums' bytes through L2 and the second kernel's launch
+
+* achievable bandwidth: the measured HBM bandwidth times the run-length efficiency of `pieces` (runs of
+  128 x pieces bytes of a row; the skinny_tma model's `RUN_EFFICIENCY`, from the TMA read probe), capped by
+  Little's law: the ring's bytes in flight on the grid's CTAs over the loaded DRAM latency;
+* the small operand: a tile_s-row box beside every stage, re-read from L2 by every row block;
+* wgmma: m64 n{tile_s} k16 on the streamed rows padded to `rows` and the small side padded to tile_s, at
+  `WGMMA_EFFICIENCY` of the datasheet tensor rate on the SMs the grid covers;
+* imbalance: a CTA takes work units blockIdx.x, + grid, ... (row blocks x ksplit of them); the grid is SMs x
+  ctas_per_sm (at most the units), so the busiest CTA takes ceil(units / grid) where the average is units / grid;
+* rows off 128-byte pitches (K % 64 != 0): the skinny_tma model's `K_PITCH_FACTOR` on the body.
+
+A model, not a measurement: set by hand (session 46) from the skinny_tma model's terms before any device run of
+this family; docs/results/h200-stream-wgmma/ holds what was measured since.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from genome import Problem
+
+from .sim_device import DeviceSpec, SimBreakdown, SimParams
+from .sim_skinny_tma import DRAM_LATENCY_US, K_PITCH_FACTOR, RUN_EFFICIENCY
+
+WGMMA_EFFICIENCY = 0.7        # of the datasheet tensor rate, one consumer warpgroup per 64 rows, no ping-pong
+SPLIT_LAUNCH_US = 2.0         # the second kernel that adds up the partial sums (its launch and its tail)
+Y_L2_WEIGHT = 0.6             # the small operand's box against the streamed one, per byte through L2
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: DeviceSpec) -> SimBreakdown:
+    p = params
+    M, N, K = problem.m, problem.n, problem.k
+    R, S = (M, N) if M > N else (N, M)
+    rows, tile_s, pieces, stages = int(p["rows"]), int(p["tile_s"]), int(p["pieces"]), int(p["stages"])
+    ksplit = int(p["ksplit"])
+    row_blocks = _cdiv(R, rows)
+    units = row_blocks * ksplit
+    grid = min(units, dev.n_sms * int(p["ctas_per_sm"]))
+    chunks = _cdiv(K, 64 * pieces)
+    units_per_cta = _cdiv(units, grid)
+    imbalance = units_per_cta / (units / grid)
+
+    hbm = sp.hbm_efficiency * dev.hbm_tbps * 1e6          # bytes per microsecond
+    x_bytes = 2.0 * R * K
+    y_bytes = 2.0 * tile_s * chunks * 64 * pieces * row_blocks   # a tile_s-row box beside each stage, from L2
+    dram_bytes = x_bytes + 2.0 * S * K + 2.0 * M * N
+    inflight = min(grid, dev.n_sms * int(p["ctas_per_sm"])) * stages * 128.0 * rows * pieces
+    bandwidth = min(hbm * RUN_EFFICIENCY.get(pieces, 0.95), inflight / DRAM_LATENCY_US)
+    t_dram = dram_bytes / bandwidth
+    t_l2 = (x_bytes + Y_L2_WEIGHT * y_bytes) / (hbm * sp.l2_bw_ratio)
+    flops = 2.0 * row_blocks * rows * tile_s * chunks * 64 * pieces
+    t_mma = flops / (dev.peak_tflops * 1e6 * WGMMA_EFFICIENCY * min(1.0, grid / dev.n_sms))
+    body = max(t_dram, t_l2, t_mma) * imbalance
+    if (2 * K) % 128:
+        body *= K_PITCH_FACTOR
+    reduction = 0.0
+    if ksplit > 1:
+        partial_bytes = 4.0 * M * N * ksplit
+        reduction = SPLIT_LAUNCH_US + 2 * partial_bytes / (hbm * sp.l2_bw_ratio) + 2.0 * M * N / hbm
+    fixed = sp.launch_us + DRAM_LATENCY_US
+    return SimBreakdown(total_us=fixed + body + reduction, fixed_us=fixed, compute_us=t_mma, l2_us=t_l2,
+                        dram_us=t_dram, reduction_us=reduction, iteration_us=0.0, epilogue_us=0.0,
+                        tiles=row_blocks, ctas=grid, waves=units / grid, stages=stages,
+                        mode="split_k" if ksplit > 1 else "data_parallel", dram_bytes=dram_bytes,
+                        l2_bytes=x_bytes + y_bytes)

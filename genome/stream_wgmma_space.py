@@ -1,0 +1,151 @@
+"""The search space of the `stream_wgmma` family: a weight-streaming wgmma kernel for GEMMs with one small side.
+
+The operand with more rows ("X") streams from HBM once through a ring of shared-memory stages filled by the
+Tensor Memory Accelerator: each stage holds `pieces` boxes of `rows` rows x 64 k (128 bytes of each row), so that
+DRAM sees runs of 128 x `pieces` bytes a row; the other operand ("Y", at most `tile_s` rows) comes in beside it.
+One producer thread issues the loads; rows / 64 consumer warpgroups multiply with wgmma m64 n{tile_s} k16 straight
+from the swizzled stages. The runtime knob `ksplit` splits K over that many work units of a row block (fp32
+partial sums in the workspace, then a second kernel adds them up), `ctas_per_sm` launches one or two CTAs an SM.
+Rules keep the stages within shared memory and two CTAs an SM within its shared memory and registers; shape
+rules ask for a small side of at most `tile_s` rows, K a multiple of 8 (TMA's 16-byte row pitch) and at least one
+stage of k for every split. Measured first as a prototype (docs/results/h200-stream-wgmma/).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Mapping
+
+from .problem import Problem
+from .sm90_resources import SMEM_BYTES_PER_BLOCK, SMEM_BYTES_PER_SM
+from .space import ParamSpec, Params, Rule, SearchSpace, ShapeRule
+
+FAMILY = "stream_wgmma"
+
+STATIC_SMEM_BYTES = 1024       # the ring's mbarriers (ptxas: 1024 bytes of static shared memory)
+REGS_PER_SM = 65536
+OTHER_REGS = 40                # a consumer thread's registers besides its tile_s / 2 accumulators where ptxas is held to
+                               # two CTAs an SM (kernel.cu.j2: kMinBlocks)
+
+PARAMS = (
+    ParamSpec("rows", (64, 128), doc="rows of the streamed operand a work unit takes (one TMA box): rows / 64 "
+                                     "consumer warpgroups, each a wgmma m64 block"),
+    ParamSpec("tile_s", (16, 32, 64, 96, 128, 192, 256),
+              doc="rows of the small operand a stage holds (the wgmma N): at least the small side, the rest "
+                  "zero-filled"),
+    ParamSpec("pieces", (1, 2, 4), doc="64-k pieces (128 bytes of each row) a stage loads, one TMA box each: "
+                                       "runs of 128 x pieces bytes a row"),
+    ParamSpec("stages", (2, 3, 4, 6, 8), doc="stages of the shared-memory ring (loads in flight)"),
+    ParamSpec("ksplit", (1, 2, 3, 4, 6, 8), kind="runtime",
+              doc="work units a row block's K is split into (fp32 partial sums in the workspace, added up by a "
+                  "second kernel); more units for the SMs where the row blocks are few"),
+    ParamSpec("ctas_per_sm", (1, 2), kind="runtime",
+              doc="CTAs launched per SM (the grid: SMs x this, at most the work units); 2 where two fit"),
+)
+
+BLOCKS = ("includes", "config", "kernel", "launch", "abi")
+
+
+def threads(p: Mapping[str, Any]) -> int:
+    return 128 * (p["rows"] // 64 + 1)
+
+
+def smem_bytes(p: Mapping[str, Any]) -> int:
+    """Dynamic shared memory of a CTA: the ring and the 1 KB alignment pad."""
+    return p["stages"] * 128 * p["pieces"] * (p["rows"] + p["tile_s"]) + 1024
+
+
+def regs_per_thread(p: Mapping[str, Any]) -> int:
+    """An estimate: the consumer threads' accumulators plus what the rest of the kernel holds."""
+    return p["tile_s"] // 2 + OTHER_REGS
+
+
+def _fits(p) -> bool:
+    return smem_bytes(p) + STATIC_SMEM_BYTES <= SMEM_BYTES_PER_BLOCK
+
+
+def _smem(p):
+    if not _fits(p):
+        return (f"{p['stages']} stages of {p['rows']} + {p['tile_s']} rows x {p['pieces']} x 128 bytes need "
+                f"{smem_bytes(p) // 1024} KB of shared memory (> 227 KB)")
+    return None
+
+
+def _fix_smem(p: Params, rng: random.Random) -> Params:
+    """Fewer pieces a stage until two stages fit, then the most stages that fit (fewer rows as a last resort)."""
+    while p["pieces"] > 1 and not _fits({**p, "stages": 2}):
+        p["pieces"] //= 2
+    while p["rows"] > 64 and not _fits({**p, "stages": 2}):
+        p["rows"] //= 2
+    p["stages"] = max([s for s in (2, 3, 4, 6, 8) if s <= p["stages"] and _fits({**p, "stages": s})], default=2)
+    return p
+
+
+def _two_ctas(p):
+    if p["ctas_per_sm"] != 2:
+        return None
+    if 2 * (smem_bytes(p) + STATIC_SMEM_BYTES + 1024) > SMEM_BYTES_PER_SM:
+        return f"two CTAs of {smem_bytes(p) // 1024} KB of shared memory do not fit an SM (228 KB)"
+    if 2 * threads(p) * regs_per_thread(p) > REGS_PER_SM:
+        return (f"two CTAs of {threads(p)} threads at about {regs_per_thread(p)} registers each do not fit an SM's "
+                f"{REGS_PER_SM} registers")
+    return None
+
+
+def _fix_two_ctas(p: Params, rng: random.Random) -> Params:
+    p["ctas_per_sm"] = 1
+    return p
+
+
+RULES = (
+    Rule("smem-capacity", "stages x 128 x pieces x (rows + tile_s) bytes fit in 227 KB", _smem, _fix_smem),
+    Rule("two-ctas", "ctas_per_sm 2 only where two CTAs' shared memory and registers fit an SM", _two_ctas,
+         _fix_two_ctas),
+)
+
+
+def _small_side(p, problem: Problem):
+    small = min(problem.m, problem.n)
+    if small > p["tile_s"]:
+        return (f"stream_wgmma holds the small side in one box of tile_s = {p['tile_s']} rows; this problem's "
+                f"min(M, N) is {small}")
+    return None
+
+
+def _k_aligned(p, problem: Problem):
+    if problem.k % 8:
+        return (f"stream_wgmma loads rows through TMA, whose row pitch must be a multiple of 16 bytes, so K must "
+                f"be a multiple of 8; K = {problem.k}")
+    return None
+
+
+def _split_has_k(p, problem: Problem):
+    chunks = -(-problem.k // (64 * p["pieces"]))
+    if p["ksplit"] > chunks:
+        return (f"ksplit {p['ksplit']} leaves a split without k: K = {problem.k} is {chunks} stages of "
+                f"{64 * p['pieces']}")
+    return None
+
+
+SHAPE_RULES = (
+    ShapeRule("small-side", "min(M, N) <= tile_s", _small_side),
+    ShapeRule("k-alignment", "K a multiple of 8 (TMA's 16-byte row pitch); N and M may be anything", _k_aligned),
+    ShapeRule("split-has-k", "ksplit at most K's stages of 64 x pieces", _split_has_k),
+)
+
+
+def knobs(params: Mapping[str, Any]) -> list[int]:
+    """The runtime knob vector passed through the C ABI (see kernel.cu.j2, block `abi`)."""
+    return [int(params["ksplit"]), int(params["ctas_per_sm"])]
+
+
+def make_space() -> SearchSpace:
+    return SearchSpace(
+        family=FAMILY,
+        params=PARAMS,
+        rules=RULES,
+        shape_rules=SHAPE_RULES,
+        blocks=BLOCKS,
+        description="weight-streaming wgmma kernel for GEMMs with a small side (min(M, N) <= 256): the large "
+                    "operand read once from HBM in long runs of each row, through a ring of shared-memory stages",
+    )

@@ -1,0 +1,103 @@
+"""The `stream_wgmma` family: its rules, its shape rules, what its template renders, what its simulator model
+prefers, and (nvcc) every seed builds without spills. Its gate on a GPU is in tests/test_gpu_families.py
+(FAMILY_SHAPES)."""
+
+from __future__ import annotations
+
+import random
+import shutil
+
+import pytest
+
+from evaluator.sim_device import DEVICES, SimParams
+from evaluator.sim_stream_wgmma import model
+from genome import Genome, Problem
+from genome import stream_wgmma_space as sw
+from templates import family_registry, render
+
+FAMILIES = family_registry()
+FAM = FAMILIES.resolve("stream_wgmma")
+SPACE = FAM.space
+BASE = dict(rows=128, tile_s=128, pieces=2, stages=3, ksplit=1, ctas_per_sm=1)
+
+
+def make(**changes) -> Genome:
+    return Genome.make("stream_wgmma", dict(BASE, **changes))
+
+
+def test_rules_refuse_what_does_not_fit_and_repair_it():
+    assert SPACE.is_valid(make())
+    too_big = make(pieces=4, stages=3)                                   # 3 x 128 KB of stages
+    assert "smem-capacity" in {v.rule for v in SPACE.violations(too_big)}
+    two_smem = make(rows=64, tile_s=64, pieces=2, stages=4, ctas_per_sm=2)   # 129 KB twice
+    assert "two-ctas" in {v.rule for v in SPACE.violations(two_smem)}
+    two_regs = make(rows=128, tile_s=128, pieces=1, stages=2, ctas_per_sm=2)  # 384 threads x ~104 registers twice
+    assert "registers" in " ".join(str(v) for v in SPACE.violations(two_regs))
+    assert SPACE.is_valid(make(rows=64, tile_s=64, pieces=2, stages=3, ctas_per_sm=2))
+    for g in (too_big, two_smem, two_regs):
+        fixed = SPACE.repair(g, random.Random(0))
+        assert SPACE.is_valid(fixed)
+        assert sw.smem_bytes(fixed.param_dict) + sw.STATIC_SMEM_BYTES <= sw.SMEM_BYTES_PER_BLOCK
+
+
+def test_shape_rules_small_side_within_tile_s_k_a_multiple_of_8_and_k_for_every_split():
+    g = make()
+    assert SPACE.is_valid(g, Problem.parse("128x4096x14336"))
+    assert SPACE.is_valid(g, Problem.parse("8192x64x8192"))          # A streamed
+    assert SPACE.is_valid(g, Problem.parse("1x4096x4104"))           # K off 64, one row
+    assert not SPACE.is_valid(g, Problem.parse("129x4096x4096"))
+    assert not SPACE.is_valid(g, Problem.parse("128x4096x4095"))
+    msgs = " ".join(str(v) for v in SPACE.violations(g, Problem.parse("200x4096x4095")))
+    assert "tile_s = 128" in msgs and "multiple of 8" in msgs
+    split = make(ksplit=8)
+    assert SPACE.is_valid(split, Problem.parse("128x4096x1024"))     # 8 stages of 128 k
+    assert not SPACE.is_valid(split, Problem.parse("128x4096x768"))  # 6
+    assert "leaves a split without k" in " ".join(str(v) for v in SPACE.violations(split, Problem.parse("128x4096x768")))
+
+
+def test_every_seed_is_valid_and_the_knobs_are_ksplit_and_ctas_per_sm():
+    seeds = FAM.seeds()
+    assert len(seeds) >= 10
+    for _, g in seeds:
+        assert SPACE.is_valid(g), g
+        p = g.param_dict
+        assert FAM.knobs(p) == [p["ksplit"], p["ctas_per_sm"]]
+    assert {g.param_dict["ctas_per_sm"] for _, g in seeds} == {1, 2}
+    assert len({g.param_dict["ksplit"] for _, g in seeds}) >= 3
+    assert {g.param_dict["tile_s"] for _, g in seeds} >= {32, 64, 128, 256}
+
+
+def test_render_carries_the_parameters_and_the_wgmma_shape():
+    src = render(SPACE.validate(make(rows=64, tile_s=96, pieces=4, stages=2)), FAMILIES).source
+    for line in ("constexpr int kRows = 64;", "constexpr int kTileS = 96;", "constexpr int kPieces = 4;",
+                 "constexpr int kStages = 2;"):
+        assert line in src
+    assert "wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16" in src
+    assert '"+f"(d[47])' in src and '"+f"(d[48])' not in src             # 96 / 2 accumulators a thread
+    assert "cp.async.bulk.tensor.2d" in src and "CU_TENSOR_MAP_SWIZZLE_128B" in src
+    assert 'evogemm_family(void) { return "stream_wgmma"; }' in src
+    assert "per_device<KernelFactsTag>" in src and "add_splits_kernel" in src
+    # the runtime knobs share one build
+    assert render(SPACE.validate(make(ksplit=4, ctas_per_sm=1)), FAMILIES).source == \
+        render(SPACE.validate(make()), FAMILIES).source
+
+
+def test_the_model_prefers_long_runs_a_split_where_row_blocks_are_few_and_charges_the_partials():
+    dev, sp = DEVICES["h200"], SimParams()
+    t = lambda shape, **c: model(dict(BASE, **c), Problem.parse(shape), sp, dev)   # noqa: E731
+    assert t("128x28672x4096", pieces=2, stages=3).total_us < t("128x28672x4096", pieces=1, stages=6).total_us
+    # 4096 rows are 32 row blocks of 128: a split of K over 4 fills the SMs
+    assert t("128x4096x14336", ksplit=4).total_us < t("128x4096x14336").total_us
+    assert t("128x4096x14336", ksplit=4).reduction_us > 0 == t("128x4096x14336").reduction_us
+    assert t("128x4096x14336").dram_bytes >= 2 * 4096 * 14336
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_every_seed_builds_without_spills(tmp_path):
+    from evaluator.compile import Compiler
+    compiler = Compiler.default(tmp_path / "cache")
+    genomes = [g for _, g in FAM.seeds()]
+    results = compiler.build_many(genomes)
+    for g, r in zip(genomes, results):
+        assert r.ok and r.spill_bytes == 0, (g.short(), r.reason)
