@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "docs/results/recorded-best-public"))
 
-from best_recorded import bench_files  # noqa: E402
+from best_recorded import kernel_ratios  # noqa: E402
 from genome import Genome, Problem  # noqa: E402
 from templates import family_registry  # noqa: E402
 
@@ -29,22 +29,9 @@ RESULTS = HERE.parent
 def ranked(shapes: set[str]) -> dict[str, dict[str, tuple[float, dict, str]]]:
     """shape -> genome id -> (best ratio any bench recorded, the genome's dict, that bench)."""
     out: dict[str, dict[str, tuple[float, dict, str]]] = {s: {} for s in shapes}
-    for path, data in bench_files():
-        for shape in data["shapes"]:
-            if not isinstance(shape, dict) or shape.get("problem") not in shapes:
-                continue
-            vendor = [b["median_us"] for b in ((shape.get("baselines") or {}).get("device") or {}).values()
-                      if isinstance(b, dict) and b.get("median_us")]
-            if not vendor:
-                continue
-            for kernel in shape.get("kernels", []):
-                m = kernel["measurement"]
-                if m.get("status") != "ok" or not isinstance(m.get("device"), dict):
-                    continue
-                ratio = min(vendor) / m["device"]["median_us"]
-                gid = kernel["genome"]["id"]
-                if ratio > out[shape["problem"]].get(gid, (0.0,))[0]:
-                    out[shape["problem"]][gid] = (ratio, kernel["genome"], str(path.relative_to(RESULTS)))
+    for problem, ratio, genome, bench in kernel_ratios(shapes):
+        if ratio > out[problem].get(genome["id"], (0.0,))[0]:
+            out[problem][genome["id"]] = (ratio, genome, bench)
     return out
 
 

@@ -25,8 +25,9 @@ def bench_files():
             yield path, data
 
 
-def best_ratios(shapes: set[str]) -> dict[str, tuple[float, str, str]]:
-    best: dict[str, tuple[float, str, str]] = {}
+def kernel_ratios(shapes: set[str]):
+    """(shape, ratio of the bench's best vendor time to the kernel's, the kernel's genome dict, the bench's path
+    under docs/results) for every passing kernel run at one of `shapes` in every device bench."""
     for path, data in bench_files():
         for shape in data["shapes"]:
             if not isinstance(shape, dict) or shape.get("problem") not in shapes:
@@ -39,9 +40,15 @@ def best_ratios(shapes: set[str]) -> dict[str, tuple[float, str, str]]:
                 m = kernel["measurement"]
                 if m.get("status") != "ok" or not isinstance(m.get("device"), dict):
                     continue
-                ratio = min(vendor) / m["device"]["median_us"]
-                if ratio > best.get(shape["problem"], (0.0,))[0]:
-                    best[shape["problem"]] = (ratio, kernel["genome"]["id"][:8], str(path.relative_to(RESULTS)))
+                yield (shape["problem"], min(vendor) / m["device"]["median_us"], kernel["genome"],
+                       str(path.relative_to(RESULTS)))
+
+
+def best_ratios(shapes: set[str]) -> dict[str, tuple[float, str, str]]:
+    best: dict[str, tuple[float, str, str]] = {}
+    for problem, ratio, genome, bench in kernel_ratios(shapes):
+        if ratio > best.get(problem, (0.0,))[0]:
+            best[problem] = (ratio, genome["id"][:8], bench)
     return best
 
 
