@@ -9,14 +9,19 @@
   128 x pieces bytes of a row; the skinny_tma model's `RUN_EFFICIENCY`, from the TMA read probe), capped by
   Little's law: the ring's bytes in flight on the grid's CTAs over the loaded DRAM latency;
 * the small operand: a tile_s-row box beside every stage, re-read from L2 by every row block;
+* an SM's fill rate: both boxes of its CTAs' units through its TMA unit at skinny_tma's `SM_FILL_BYTES_PER_US`
+  (binding where the work units are fewer than the SMs, and where the small operand's box is as large as the
+  streamed one or larger);
 * wgmma: m64 n{tile_s} k16 on the streamed rows padded to `rows` and the small side padded to tile_s, at
   `WGMMA_EFFICIENCY` of the datasheet tensor rate on the SMs the grid covers;
 * imbalance: a CTA takes work units blockIdx.x, + grid, ... (row blocks x ksplit of them); the grid is SMs x
   ctas_per_sm (at most the units), so the busiest CTA takes ceil(units / grid) where the average is units / grid;
 * rows off 128-byte pitches (K % 64 != 0): the skinny_tma model's `K_PITCH_FACTOR` on the body.
 
-A model, not a measurement: set by hand (session 46) from the skinny_tma model's terms before any device run of
-this family; docs/results/h200-stream-wgmma/ holds what was measured since.
+A model, not a measurement: set by hand (session 46) from the skinny_tma model's terms, the fill-rate term added
+after the family's first protocol bench, on an H100 (docs/results/h200-stream-wgmma/h100-s46/swbench: pooled rank
+correlation with the 124 measured runs 0.87 without it, 0.92 with it; the model's pick at each of the 12 shapes
+then 1.03x the measured best, geomean). No H200 measurement of the family yet.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Any, Mapping
 from genome import Problem
 
 from .sim_device import DeviceSpec, SimBreakdown, SimParams
-from .sim_skinny_tma import DRAM_LATENCY_US, K_PITCH_FACTOR, RUN_EFFICIENCY
+from .sim_skinny_tma import DRAM_LATENCY_US, K_PITCH_FACTOR, RUN_EFFICIENCY, SM_FILL_BYTES_PER_US
 
 WGMMA_EFFICIENCY = 0.7        # of the datasheet tensor rate, one consumer warpgroup per 64 rows, no ping-pong
 SPLIT_LAUNCH_US = 2.0         # the second kernel that adds up the partial sums (its launch and its tail)
@@ -58,9 +63,12 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     bandwidth = min(hbm * RUN_EFFICIENCY.get(pieces, 0.95), inflight / DRAM_LATENCY_US)
     t_dram = dram_bytes / bandwidth
     t_l2 = (x_bytes + Y_L2_WEIGHT * y_bytes) / (hbm * sp.l2_bw_ratio)
+    sms = min(grid, dev.n_sms)
+    unit_bytes = 128.0 * pieces * (rows + tile_s) * chunks / ksplit      # both boxes of a unit's stages
+    t_fill = units_per_cta * (grid / sms) * unit_bytes / SM_FILL_BYTES_PER_US   # CTAs sharing an SM share its fill
     flops = 2.0 * row_blocks * rows * tile_s * chunks * 64 * pieces
     t_mma = flops / (dev.peak_tflops * 1e6 * WGMMA_EFFICIENCY * min(1.0, grid / dev.n_sms))
-    body = max(t_dram, t_l2, t_mma) * imbalance
+    body = max(max(t_dram, t_l2, t_mma) * imbalance, t_fill)
     if (2 * K) % 128:
         body *= K_PITCH_FACTOR
     reduction = 0.0
