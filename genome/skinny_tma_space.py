@@ -15,7 +15,7 @@ import random
 from typing import Any, Mapping
 
 from .problem import Problem
-from .sm90_resources import SMEM_BYTES_PER_BLOCK, SMEM_BYTES_PER_SM
+from .sm90_resources import SMEM_BYTES_PER_BLOCK, SMEM_BYTES_PER_SM, tma_k_alignment
 from .space import ParamSpec, Params, Rule, SearchSpace, ShapeRule
 
 FAMILY = "skinny_tma"
@@ -108,16 +108,9 @@ def _skinny(p, problem: Problem):
     return None
 
 
-def _k_aligned(p, problem: Problem):
-    if problem.k % 8:
-        return (f"skinny_tma loads rows through TMA, whose row pitch must be a multiple of 16 bytes, so K must be "
-                f"a multiple of 8; K = {problem.k}")
-    return None
-
-
 SHAPE_RULES = (
     ShapeRule("skinny", f"min(M, N) <= {MAX_SMALL_DIM}", _skinny),
-    ShapeRule("k-alignment", "K a multiple of 8 (TMA's 16-byte row pitch); N and M may be anything", _k_aligned),
+    tma_k_alignment(FAMILY),
 )
 
 

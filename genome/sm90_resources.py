@@ -3,7 +3,11 @@ out: the arithmetic behind the sm90_cutlass space's resource rules (genome/sm90_
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Mapping
+
+from .problem import Problem
+from .space import ShapeRule
 
 SMEM_BYTES_PER_BLOCK = 232448  # 227 KB: the opt-in maximum on sm_90
 SMEM_BYTES_PER_SM = 233472     # 228 KB an SM, of which 1 KB is reserved per resident block
@@ -58,3 +62,17 @@ def acc_regs_per_thread(p: Mapping[str, Any]) -> int:
     """fp32 accumulators each consumer thread holds: cooperative splits the tile over two warpgroups."""
     consumer_threads = 256 if p["schedule"] == "cooperative" else 128
     return p["tile_m"] * p["tile_n"] // consumer_threads
+
+
+def _tma_row_pitch(family: str, p: Mapping[str, Any], problem: Problem) -> "str | None":
+    if problem.k % 8:
+        return (f"{family} loads rows through TMA, whose row pitch must be a multiple of 16 bytes, so K must be "
+                f"a multiple of 8; K = {problem.k}")
+    return None
+
+
+def tma_k_alignment(family: str) -> ShapeRule:
+    """The shape rule of a family that loads rows of A and W through TMA boxes (skinny_tma, stream_wgmma): a
+    tensor map's row pitch must be a multiple of 16 bytes, so K a multiple of 8; rows past N or M are zero-filled."""
+    return ShapeRule("k-alignment", "K a multiple of 8 (TMA's 16-byte row pitch); N and M may be anything",
+                     partial(_tma_row_pitch, family))

@@ -17,7 +17,7 @@ import random
 from typing import Any, Mapping
 
 from .problem import Problem
-from .sm90_resources import SMEM_BYTES_PER_BLOCK, SMEM_BYTES_PER_SM
+from .sm90_resources import SMEM_BYTES_PER_BLOCK, SMEM_BYTES_PER_SM, tma_k_alignment
 from .space import ParamSpec, Params, Rule, SearchSpace, ShapeRule
 
 FAMILY = "stream_wgmma"
@@ -112,13 +112,6 @@ def _small_side(p, problem: Problem):
     return None
 
 
-def _k_aligned(p, problem: Problem):
-    if problem.k % 8:
-        return (f"stream_wgmma loads rows through TMA, whose row pitch must be a multiple of 16 bytes, so K must "
-                f"be a multiple of 8; K = {problem.k}")
-    return None
-
-
 def _split_has_k(p, problem: Problem):
     chunks = -(-problem.k // (64 * p["pieces"]))
     if p["ksplit"] > chunks:
@@ -129,7 +122,7 @@ def _split_has_k(p, problem: Problem):
 
 SHAPE_RULES = (
     ShapeRule("small-side", "min(M, N) <= tile_s", _small_side),
-    ShapeRule("k-alignment", "K a multiple of 8 (TMA's 16-byte row pitch); N and M may be anything", _k_aligned),
+    tma_k_alignment(FAMILY),
     ShapeRule("split-has-k", "ksplit at most K's stages of 64 x pieces", _split_has_k),
 )
 

@@ -3,6 +3,7 @@ operator that moves genomes between families."""
 
 import random
 import re
+import shutil
 
 import pytest
 
@@ -13,7 +14,7 @@ from templates import family_registry, render, template_blocks
 FAMILIES = family_registry()
 UNRENDERED = re.compile(r"\{\{\s*\w|\{%-?\s*(block|endblock|if|endif|for|raw|endraw|extends)\b")
 NAMES = ("sm90_cutlass", "skinny_mma", "sm90_padded", "sm80_cutlass", "sm90_splitk", "sm90_lean", "sm90_cpasync",
-         "sm90_swapab", "skinny_tma")
+         "sm90_swapab", "skinny_tma", "stream_wgmma")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -443,3 +444,15 @@ def test_splitk_model_prices_the_reduction_launch_variants():
             assert t["serial"] - t["grouped"] > 0.5      # 16 loads a thread in place of one
         else:
             assert t["grouped"] == pytest.approx(t["serial"])
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("name", ["skinny_tma", "stream_wgmma"])   # hand-written kernels, seconds a build
+def test_every_seed_of_the_hand_written_tma_families_builds_without_spills(tmp_path, name):
+    from evaluator.compile import Compiler
+    compiler = Compiler.default(tmp_path / "cache")
+    genomes = [g for _, g in FAMILIES.resolve(name).seeds()]
+    results = compiler.build_many(genomes)
+    for g, r in zip(genomes, results):
+        assert r.ok and r.spill_bytes == 0, (g.short(), r.reason)
