@@ -119,6 +119,8 @@ class BaselineSet:
     call: dict[str, Timing] = field(default_factory=dict)
     rel_error: dict[str, float] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
+    # the cuBLASLt baselines' algorithms, as cuBLASLt describes them (evaluator.cublaslt.LtPlan.algo_config)
+    algorithms: dict[str, dict] = field(default_factory=dict)
     simulated: bool = False
     aa: "dict | None" = None  # A/A: a kernel timed against a twin of itself in the same run (bench)
 

@@ -30,6 +30,10 @@ DESC_TRANSA = 3
 DESC_TRANSB = 4
 PREF_MAX_WORKSPACE_BYTES = 1
 WORKSPACE_BYTES = 32 << 20
+# cublasLtMatmulAlgoConfigAttributes_t: what an algorithm is, read back by LtPlan.algo_config
+ALGO_CONFIG_ATTRIBUTES = (("algo_id", 0), ("tile_id", 1), ("splitk", 2), ("reduction_scheme", 3),
+                          ("cta_swizzling", 4), ("custom_option", 5), ("stages_id", 6), ("inner_shape_id", 7),
+                          ("cluster_shape_id", 8))
 
 
 class MatmulAlgo(ctypes.Structure):
@@ -156,6 +160,26 @@ class LtPlan:
             ctypes.byref(beta), ctypes.c_void_p(c_ptr), self.c_desc, ctypes.c_void_p(c_ptr), self.c_desc,
             ctypes.byref(result.algo), ctypes.c_void_p(workspace_ptr), ctypes.c_size_t(WORKSPACE_BYTES),
             ctypes.c_void_p(stream)), "cublasLtMatmul")
+
+    def algo_config(self, algo_index: int) -> dict[str, int]:
+        """What heuristic algorithm `algo_index` is, as cuBLASLt reports it: its algorithm id, tile id, split-K
+        count, reduction scheme, CTA swizzling, custom option, stages id, inner-shape id and cluster-shape id (the
+        enums of cublasLt.h). An attribute this library does not report, or reports wider than 8 bytes, is left
+        out."""
+        algo = self.algos[algo_index].algo
+        out: dict[str, int] = {}
+        for name, attr in ALGO_CONFIG_ATTRIBUTES:
+            size = ctypes.c_size_t(0)
+            if self.lib.cublasLtMatmulAlgoConfigGetAttribute(ctypes.byref(algo), ctypes.c_int(attr), None,
+                                                             ctypes.c_size_t(0), ctypes.byref(size)) != 0:
+                continue
+            if not 0 < size.value <= 8:
+                continue
+            buf = (ctypes.c_uint8 * size.value)()
+            if self.lib.cublasLtMatmulAlgoConfigGetAttribute(ctypes.byref(algo), ctypes.c_int(attr), buf,
+                                                             size, ctypes.byref(size)) == 0:
+                out[name] = int.from_bytes(bytes(buf), "little", signed=name in ("algo_id", "splitk"))
+        return out
 
     def close(self) -> None:
         try:

@@ -263,6 +263,8 @@ def baseline_set(problem: Problem, result: MeasureResult) -> BaselineSet:
                 getattr(bs, mode)[name] = Timing(**r[mode])
         if r.get("rel_error") is not None:
             bs.rel_error[name] = r["rel_error"]
+        if isinstance(r.get("algorithm"), dict):
+            bs.algorithms[name] = dict(r["algorithm"])
         if "algorithms" in r:
             bs.notes[name] = f"{r.get('algorithms')} heuristic algorithms" + (
                 f", {r.get('algorithms_timed')} timed, best index {r.get('algorithm_index')}"

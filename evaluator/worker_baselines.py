@@ -69,6 +69,7 @@ def _setup_cublaslt(w: "Worker", cand: Candidate, p: Problem, formulation: str) 
     cand.lt_workspace = torch.empty(cublaslt.WORKSPACE_BYTES, dtype=torch.uint8, device="cuda")
     cand.result["algorithms"] = len(cand.lt_plan.algos)
     cand.lt_index = 0
+    _describe(cand)
 
     def enqueue(s: InputSet, _c=cand, _nn=(formulation == "nn")) -> None:
         _c.lt_plan.run(_c.lt_index, (s.wt if _nn else s.w).data_ptr(), s.a.data_ptr(), s.c_ptr(),
@@ -115,6 +116,16 @@ def _autotune_one(w: "Worker", cand: Candidate, sets: "list[InputSet]", check: I
         best = min(timed)
         cand.lt_index = best[1]
         cand.result.update(algorithm_index=best[1], algorithms_timed=tried, rel_error=best[2])
+        _describe(cand)
+
+
+def _describe(cand: Candidate) -> None:
+    """Record which cuBLASLt algorithm the baseline runs (LtPlan.algo_config); a plan that cannot say is left
+    without, never failed for it."""
+    try:
+        cand.result["algorithm"] = cand.lt_plan.algo_config(cand.lt_index)
+    except Exception:
+        cand.result.pop("algorithm", None)
 
 
 def _time_again(w: "Worker", cand: Candidate, sets: "list[InputSet]", finalists: list, cfg: dict) -> list:

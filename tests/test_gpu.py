@@ -71,6 +71,8 @@ def test_baselines_pass_the_gate(evaluator):
         assert name in bs.device, bs.notes
         assert bs.rel_error[name] <= 1e-3
     assert 2.0 < bs.best_vendor_us < 50.0
+    for name in ("cublaslt_heuristic", "cublaslt_autotuned"):       # which algorithm each ran, as cuBLASLt says
+        assert {"algo_id", "tile_id", "splitk", "stages_id"} <= set(bs.algorithms[name]), bs.algorithms
 
 
 def test_planted_out_of_bounds_write_and_hang_are_caught(evaluator):

@@ -176,6 +176,65 @@ def test_autotune_over_many_tiny_sets_screens_then_times_the_finalists_over_all(
     assert cand.alive and cand.lt_index == 1 and cand.result["algorithms_timed"] == 3
 
 
+class _FakeLtLib:
+    """cublasLtMatmulAlgoConfigGetAttribute over a table attribute id -> (size in bytes, value); a missing id is
+    an attribute this library does not know (CUBLAS_STATUS_INVALID_VALUE, 7)."""
+
+    def __init__(self, table):
+        self.table = table
+
+    def cublasLtMatmulAlgoConfigGetAttribute(self, algo, attr, buf, size, written):
+        if attr.value not in self.table:
+            return 7
+        n, value = self.table[attr.value]
+        written._obj.value = n
+        if buf is None:
+            return 0
+        if size.value != n:
+            return 7
+        ctypes.memmove(buf, value.to_bytes(n, "little", signed=True), n)
+        return 0
+
+
+def test_algo_config_reads_what_cublaslt_reports_and_leaves_out_what_it_does_not():
+    table = {0: (4, 21), 1: (4, 18), 2: (4, 3), 3: (4, 1), 4: (4, 0), 5: (4, 0), 6: (4, 24), 8: (2, 5)}
+    plan = cublaslt.LtPlan(lib=_FakeLtLib(table), handle=None, desc=None, a_desc=None, b_desc=None, c_desc=None,
+                           algos=[cublaslt.HeuristicResult(), cublaslt.HeuristicResult()], formulation="tn")
+    assert plan.algo_config(1) == {"algo_id": 21, "tile_id": 18, "splitk": 3, "reduction_scheme": 1,
+                                   "cta_swizzling": 0, "custom_option": 0, "stages_id": 24, "cluster_shape_id": 5}
+    table[8] = (16, 0)                                          # wider than 8 bytes: left out, not misread
+    assert "cluster_shape_id" not in plan.algo_config(0)
+
+
+def test_autotuned_baseline_records_the_algorithm_it_kept(monkeypatch):
+    from evaluator import worker_baselines as wb
+    monkeypatch.setattr(wb, "_replay_times", lambda w, c, sets, launches, iters: [[5.0, 2.0, 3.0][c.lt_index]] * iters)
+    monkeypatch.setattr(wb, "_gate_algorithm", lambda w, c, idx, check, ref, tol: 1e-4)
+    described = SimpleNamespace(algos=[0, 1, 2], algo_config=lambda idx: {"algo_id": 10 + idx})
+    cand = Candidate("cublaslt_autotuned", "baseline", lt_plan=described)
+    wb._autotune_one(SimpleNamespace(running=lambda *a: None), cand, list(range(4)), None, None, dict(TIMING_DEFAULTS))
+    assert cand.result["algorithm_index"] == 1 and cand.result["algorithm"] == {"algo_id": 11}
+
+    def broken(idx):
+        raise cublaslt.CublasLtError("no attributes here")
+    cand = Candidate("cublaslt_autotuned", "baseline", lt_plan=SimpleNamespace(algos=[0, 1], algo_config=broken))
+    wb._autotune_one(SimpleNamespace(running=lambda *a: None), cand, list(range(4)), None, None, dict(TIMING_DEFAULTS))
+    assert cand.alive and "algorithm" not in cand.result      # a plan that cannot say is timed all the same
+
+
+def test_baseline_set_carries_the_cublaslt_algorithms():
+    from evaluator.api import BaselineSet
+    from evaluator.gpu import baseline_set
+    from genome import Problem as Shape
+    timing = {"median_us": 10.0, "min_us": 9.0, "max_us": 11.0, "repeats": 5}
+    result = SimpleNamespace(baselines={"cublaslt_autotuned": {"device": timing, "algorithms": 8, "algorithm_index": 3,
+                                                              "algorithms_timed": 8, "algorithm": {"tile_id": 18}},
+                                        "torch_tn": {"device": timing}}, failures={}, clocks=None)
+    bs = baseline_set(Shape.parse("128x256x512"), result)
+    assert bs.algorithms == {"cublaslt_autotuned": {"tile_id": 18}}
+    assert BaselineSet.from_dict(json.loads(json.dumps(bs.to_dict()))).algorithms == bs.algorithms
+
+
 def test_launches_per_replay():
     assert launches_per_replay(0.01, 25, 2.0, 2000) == 200       # 2 ms of 10 us launches
     assert launches_per_replay(1.0, 25, 2.0, 2000) == 25         # never fewer than the sets
