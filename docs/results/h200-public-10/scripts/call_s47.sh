@@ -10,6 +10,7 @@
 set -u
 T0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader | tee $OUT/gpu.txt
+if ! grep -q H200 $OUT/gpu.txt && [ -n "${H100_SKIP:-}" ]; then echo "not an H200, H100_SKIP set: nothing"; exit 0; fi
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .kc/whl/*.whl || exit 9
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 tar xJf .kc/s46/cache.txz -C .kc/s46; tar xJf .kc/s46/swcache.txz -C .kc/s46; tar xJf .kc/s45/cache.txz -C .kc/s45
