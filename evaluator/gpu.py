@@ -16,6 +16,7 @@ from templates import FamilyRegistry, family_registry
 
 from .api import STATUS_CRASHED, STATUS_INVALID, STATUS_OK, BaselineSet, Measurement, Timing
 from .compile import BuildResult, Compiler
+from .cublaslt import describe_algo
 from .paired import paired_figure, paired_ratio
 from .pipeline import BuildRunPipeline, build_failure, space_check
 from .timing_options import check_timing
@@ -268,7 +269,8 @@ def baseline_set(problem: Problem, result: MeasureResult) -> BaselineSet:
         if "algorithms" in r:
             bs.notes[name] = f"{r.get('algorithms')} heuristic algorithms" + (
                 f", {r.get('algorithms_timed')} timed, best index {r.get('algorithm_index')}"
-                if "algorithm_index" in r else "")
+                if "algorithm_index" in r else "") + (
+                f": {describe_algo(bs.algorithms[name])}" if bs.algorithms.get(name) else "")
     for name, (status, reason) in result.failures.items():
         if name in BASELINES:
             bs.notes[name] = f"{status}: {reason}"

@@ -17,6 +17,7 @@ from typing import Sequence
 from dataclasses import dataclass, field
 
 from evaluator.api import BaselineSet, Measurement
+from evaluator.cublaslt import describe_algo
 from evaluator.paired import PairedRatio, paired_ratio
 from genome import Genome, Problem
 
@@ -198,6 +199,12 @@ def render_markdown(results: Sequence[ShapeResult], meta: dict) -> str:
                 fails[m.status] = fails.get(m.status, 0) + 1
     if fails:
         lines.append("- kernel runs not timed: " + ", ".join(f"{k} {v}" for k, v in sorted(fails.items())))
+    picks = [(r.problem.name, best[0], r.baselines.algorithms.get(best[0]))
+             for r in results if (best := r.baselines.best("device"))]
+    if any(algo for _, _, algo in picks):
+        lines += ["", "The best vendor baseline at each shape, and the algorithm cuBLASLt ran where it is one:", "",
+                  "| shape | best vendor | its algorithm |", "|---|---|---|"]
+        lines += [f"| {shape} | {name} | {describe_algo(algo) if algo else '-'} |" for shape, name, algo in picks]
     other = [(r.problem.name, mode, getattr(r.baselines, mode)) for r in results for mode in ("server", "call")
              if getattr(r.baselines, mode)]
     if other:

@@ -182,6 +182,11 @@ def test_paired_ratios_and_the_aa_figure_in_the_report():
                                "peak_tflops": 989.0, "hbm_tbps": 4.3, "hbm_source": "test"})
     assert f"{p.median:.3f} [{p.low:.3f}-{p.high:.3f}]" in md and "0.998 [0.990-1.010]" in md
     assert "A/A (a kernel against itself, paired): largest deviation 0.9980" in md
+    assert "its algorithm" not in md                              # no cuBLASLt algorithm recorded: no table
+    bs.algorithms["cublaslt_autotuned"] = {"tile_id": 15, "splitk": 1, "cluster_shape_id": 5}
+    md = render_markdown([r], {"date": "d", "device": "x", "command": "c", "n_kernels": 1, "timing_note": "t",
+                               "peak_tflops": 989.0, "hbm_tbps": 4.3, "hbm_source": "test"})
+    assert "| 1024x1024x1024 | cublaslt_autotuned | tile 64x64, split-K 1, cluster 1x2x1 |" in md
 
 
 def test_per_shape_bench_times_each_shape_with_its_own_hall_of_fame(tmp_path):

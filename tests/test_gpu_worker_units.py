@@ -206,6 +206,14 @@ def test_algo_config_reads_what_cublaslt_reports_and_leaves_out_what_it_does_not
     assert "cluster_shape_id" not in plan.algo_config(0)
 
 
+def test_describe_algo_names_the_ids_it_knows_and_numbers_the_rest():
+    assert cublaslt.describe_algo({"tile_id": 15, "splitk": 1, "cluster_shape_id": 5}) == \
+        "tile 64x64, split-K 1, cluster 1x2x1"
+    assert cublaslt.describe_algo({"tile_id": 312, "splitk": 2, "cluster_shape_id": 99}) == \
+        "tile id 312, split-K 2, cluster id 99"
+    assert cublaslt.describe_algo({"tile_id": 0}) == "tile id 0" and cublaslt.describe_algo({}) == ""
+
+
 def test_autotuned_baseline_records_the_algorithm_it_kept(monkeypatch):
     from evaluator import worker_baselines as wb
     monkeypatch.setattr(wb, "_replay_times", lambda w, c, sets, launches, iters: [[5.0, 2.0, 3.0][c.lt_index]] * iters)
@@ -232,6 +240,7 @@ def test_baseline_set_carries_the_cublaslt_algorithms():
                                         "torch_tn": {"device": timing}}, failures={}, clocks=None)
     bs = baseline_set(Shape.parse("128x256x512"), result)
     assert bs.algorithms == {"cublaslt_autotuned": {"tile_id": 18}}
+    assert bs.notes["cublaslt_autotuned"] == "8 heuristic algorithms, 8 timed, best index 3: tile 128x64"
     assert BaselineSet.from_dict(json.loads(json.dumps(bs.to_dict()))).algorithms == bs.algorithms
 
 
