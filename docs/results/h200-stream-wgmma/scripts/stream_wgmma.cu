@@ -5,7 +5,8 @@
 // geometry session 45's probe found reads at 0.9-1.0 of the HBM read ceiling for D >= 2); Y's same k range comes
 // in an MT-row box beside it (rows past M zero-filled). One thread of warpgroup 0 issues the loads; BN / 64
 // consumer warpgroups each run wgmma m64nMTk16 with its 64 rows of X as the A operand and Y as B (both K-major,
-// straight from the swizzled stage). Work units are (row block, K split); a CTA takes units blockIdx.x, + grid,
+// straight from the swizzled stage). Work units are (small-side tile, row block, K split); a CTA takes units
+// blockIdx.x, + grid,
 // ... With ksplit > 1 the units write fp32 partials P[split][m][n] and a second kernel adds them up.
 // `trans`: store out transposed (C[n][m]) - the A-streamed case C = A W^T with A the large operand.
 // K % (64 D) == 0. `mode` (timing diagnostics only, results then wrong): bit 0 skips the wgmma, bit 1 the Y loads;
@@ -46,7 +47,9 @@ __global__ void __launch_bounds__(128 * (BN / 64 + 1)) stream_wgmma(const __grid
   unsigned char* ring = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
   __shared__ __align__(8) uint64_t full[S], empty[S];
   const int wg = threadIdx.x >> 7, t = threadIdx.x & 127;
-  const int blocks = (N + BN - 1) / BN, units = blocks * ksplit, kchunks = K / (64 * D);
+  // small-side tiles: MT rows of Y each (session 47; one tile when M <= MT, as before), the fastest-varying
+  // index of a unit, so the CTAs sharing a weight block run side by side and its second read can come from L2
+  const int qt = (M + MT - 1) / MT, blocks = (N + BN - 1) / BN, units = blocks * ksplit * qt, kchunks = K / (64 * D);
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(su32(&full[s])));
@@ -61,7 +64,7 @@ __global__ void __launch_bounds__(128 * (BN / 64 + 1)) stream_wgmma(const __grid
       asm volatile("prefetch.tensormap [%0];" ::"l"(&ty) : "memory");
       long i = 0;
       for (int u = blockIdx.x; u < units; u += gridDim.x) {
-        const int b = u % blocks, sp = u / blocks;
+        const int q = u % qt, b = (u / qt) % blocks, sp = u / (qt * blocks);
         const int j0 = static_cast<int>(long(kchunks) * sp / ksplit), j1 = static_cast<int>(long(kchunks) * (sp + 1) / ksplit);
         const int n = j1 - j0, rot = (mode & 4) ? static_cast<int>((u * 37L) % n) : 0;
         for (int jj = 0; jj < n; ++jj, ++i) {
@@ -77,7 +80,7 @@ __global__ void __launch_bounds__(128 * (BN / 64 + 1)) stream_wgmma(const __grid
               : "memory");
           if (!(mode & 2)) asm volatile(
               "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(st + XB),
-              "l"(&ty), "r"(0), "r"(0), "r"(j * D), "r"(bar)
+              "l"(&ty), "r"(0), "r"(q * MT), "r"(j * D), "r"(bar)
               : "memory");
         }
       }
@@ -88,7 +91,7 @@ __global__ void __launch_bounds__(128 * (BN / 64 + 1)) stream_wgmma(const __grid
   float acc[MT / 2];
   long i = 0;
   for (int u = blockIdx.x; u < units; u += gridDim.x) {
-    const int b = u % blocks, sp = u / blocks;
+    const int q = u % qt, b = (u / qt) % blocks, sp = u / (qt * blocks);
     const int j0 = static_cast<int>(long(kchunks) * sp / ksplit), j1 = static_cast<int>(long(kchunks) * (sp + 1) / ksplit);
 #pragma unroll
     for (int r = 0; r < MT / 2; ++r) acc[r] = 0.f;
@@ -120,7 +123,7 @@ __global__ void __launch_bounds__(128 * (BN / 64 + 1)) stream_wgmma(const __grid
       for (int h = 0; h < 2; ++h)
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
-          const int n = n0 + 8 * h, m = jj * 8 + (lane & 3) * 2 + c;
+          const int n = n0 + 8 * h, m = q * MT + jj * 8 + (lane & 3) * 2 + c;
           const float v = acc[jj * 4 + h * 2 + c];
           if (m < M && n < N) {
             if (ksplit > 1)
@@ -183,7 +186,7 @@ int launch(const void* Y, const void* X, void* C, void* P, int M, int N, int K, 
   auto k = stream_wgmma<BN, MT, D, S>;
   if (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) != cudaSuccess)
     return 3;
-  const int blocks = (N + BN - 1) / BN, units = blocks * ksplit;
+  const int blocks = (N + BN - 1) / BN, units = blocks * ksplit * ((M + MT - 1) / MT);
   k<<<grid < units ? grid : units, 128 * (BN / 64 + 1), smem, st>>>(tx, ty, static_cast<__half*>(C),
                                                                    static_cast<float*>(P), M, N, K, ksplit, trans, mode);
   if (ksplit > 1) reduce_splits<<<264, 256, 0, st>>>(static_cast<const float*>(P), static_cast<__half*>(C), M, N, ksplit, trans);
@@ -192,10 +195,11 @@ int launch(const void* Y, const void* X, void* C, void* P, int M, int N, int K, 
 
 }  // namespace
 
-// BN X rows a block (64 or 128), MT Y rows a tile (>= M), D 128-byte pieces a row a stage, S stages
+// BN X rows a block (64 or 128), MT Y rows a tile (below M: a grid over ceil(M / MT) small-side tiles), D 128-byte
+// pieces a row a stage, S stages
 extern "C" int stream_wgmma_run(const void* Y, const void* X, void* C, void* P, int M, int N, int K, int BN, int MT,
                                 int D, int S, int ksplit, int grid, int trans, int mode, void* stream) {
-  if (M < 1 || M > MT || K % (64 * D) != 0 || ksplit < 1 || ksplit > K / (64 * D)) return 1;
+  if (M < 1 || K % (64 * D) != 0 || ksplit < 1 || ksplit > K / (64 * D)) return 1;
   auto st = static_cast<cudaStream_t>(stream);
 #define CFG(bn, mt, d, s) \
   if (BN == bn && MT == mt && D == d && S == s) return launch<bn, mt, d, s>(Y, X, C, P, M, N, K, ksplit, grid, trans, mode, st);

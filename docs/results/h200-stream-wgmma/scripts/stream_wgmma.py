@@ -2,7 +2,9 @@
 against a large weight; one with the activations' operand streamed): every configuration's result against an
 fp32 reference, then interleaved rounds over rotated buffers (>= 160 MB) of torch.mm and every correct
 configuration, 5 rounds of 20 calls, medians. A prototype's harness, not evogemm bench.
-usage: python stream_wgmma.py LIB OUT.json [SHAPE ...]   (session 46)"""
+usage: python stream_wgmma.py LIB OUT.json [SHAPE ...]   (session 46)
+SMALL_GRID=1 (session 47) also times MT below the small side: a grid over ceil(small / MT) small-side tiles, each
+CTA over the whole K of its weight block (or a K split of it), its partner CTAs beside it in launch order."""
 import ctypes
 import json
 import statistics
@@ -13,6 +15,7 @@ import torch
 
 lib = ctypes.CDLL(sys.argv[1])
 lib.stream_wgmma_run.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 11 + [ctypes.c_void_p]
+SMALL_GRID = bool(__import__('os').environ.get('SMALL_GRID'))
 DIAG = [tuple(map(int, c.split(','))) for c in __import__('os').environ.get('DIAG', '').split(';') if c]   # BN,MT,D,S,ks
 SMS = torch.cuda.get_device_properties(0).multi_processor_count
 SHAPES = sys.argv[3:] or ["128x4096x14336", "128x28672x4096", "128x4096x4096", "256x12288x4096", "8192x64x8192",
@@ -58,9 +61,9 @@ def main():
         mt = next(m for m in (64, 128, 256) if m >= small)
         cands, errors = {}, {}
         for BN, MT, D, S in CONFIGS:
-            if MT != mt or K % (64 * D):
+            if K % (64 * D) or not (MT == mt or (SMALL_GRID and MT < small)):
                 continue
-            blocks = -(-rows // BN)
+            blocks = -(-rows // BN) * -(-small // MT)   # work units a K split: weight blocks x small-side tiles
             per_sm = max(1, min(2, (227 * 1024) // smem(BN, MT, D, S)))
             for ks in (1, 2, 3, 4, 6, 8):
                 units = blocks * ks
