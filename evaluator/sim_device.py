@@ -86,6 +86,11 @@ DEVICES: dict[str, DeviceSpec] = {
 }
 
 
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division, for the models' tile, block and wave counts."""
+    return -(-a // b)
+
+
 def get_device(device: "str | DeviceSpec") -> DeviceSpec:
     if isinstance(device, DeviceSpec):
         return device

@@ -38,7 +38,7 @@ from typing import Any, Mapping
 from genome import Problem
 from genome import skinny_mma_space as _sk
 
-from .sim_device import DeviceSpec, SimBreakdown, SimParams
+from .sim_device import DeviceSpec, SimBreakdown, SimParams, cdiv
 from .sim_sm90 import soft_max
 
 MMA_SYNC_SHARE = 0.6          # mma.sync throughput relative to wgmma on sm_90
@@ -66,10 +66,6 @@ ANY_K_BODY_FACTOR = 1.33
 ANY_K_BODY_FACTOR_H200 = 1.55
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def resident_ctas_per_sm(p: Mapping[str, Any], dev: DeviceSpec, registers: "int | None" = None) -> int:
     by_threads = MAX_THREADS_PER_SM // _sk.threads(p)
     by_regs = _sk.REGS_PER_SM // max(1, (registers or _sk.registers(p)) * _sk.threads(p))
@@ -80,9 +76,9 @@ def resident_ctas_per_sm(p: Mapping[str, Any], dev: DeviceSpec, registers: "int 
 def generations_us(p: Mapping[str, Any], k: int, generations: int, reduction_us: float) -> float:
     """The least time `generations` waves of CTAs take one after another, each CTA a chain of load rounds and
     its end, less the first round's latency and the last reductions (the model's fixed and reduction terms)."""
-    per_warp = _cdiv(_cdiv(k, 32), int(p["cluster_k"]) * p["warps_k"]) * 32
-    groups = _cdiv(per_warp, 32 * p["unroll"])
-    rounds = _cdiv(groups, 2) if p.get("prefetch", 0) else groups
+    per_warp = cdiv(cdiv(k, 32), int(p["cluster_k"]) * p["warps_k"]) * 32
+    groups = cdiv(per_warp, 32 * p["unroll"])
+    rounds = cdiv(groups, 2) if p.get("prefetch", 0) else groups
     latency = DRAM_LATENCY_US if generations <= 1 else LOADED_ROUND_US
     chain = latency * rounds + CTA_END_FACTOR * reduction_us
     return generations * chain - DRAM_LATENCY_US - reduction_us
@@ -101,7 +97,7 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
             registers = _sk.any_k_registers(p["warp_rows"], p["s_tile"], plan[0], 2 if plan[1] else 1)
     csplit = int(p["cluster_k"])
     rows_cta = p["warps_r"] * p["warp_rows"]
-    row_blocks, s_blocks = _cdiv(R, rows_cta), _cdiv(S, p["s_tile"])
+    row_blocks, s_blocks = cdiv(R, rows_cta), cdiv(S, p["s_tile"])
     ctas = row_blocks * s_blocks * csplit
     slots = resident_ctas_per_sm(p, dev, registers) * dev.n_sms
     resident = min(ctas, slots)
@@ -122,13 +118,13 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     bandwidth = min(hbm, inflight / DRAM_LATENCY_US) * stream
     t_dram = dram_bytes / bandwidth
     t_l2 = l2_bytes / (hbm * sp.l2_bw_ratio)
-    flops = 2.0 * _cdiv(R, 16) * 16 * s_blocks * p["s_tile"] * _cdiv(K, 32) * 32
+    flops = 2.0 * cdiv(R, 16) * 16 * s_blocks * p["s_tile"] * cdiv(K, 32) * 32
     mma_rate = dev.peak_tflops * 1e6 * MMA_SYNC_SHARE * min(1.0, resident / dev.n_sms)
     t_mma = flops / mma_rate
-    body = soft_max((t_dram, t_l2, t_mma), sp.roofline_sharpness) * max(1.0, _cdiv(ctas, slots) / max(waves, 1e-9))
+    body = soft_max((t_dram, t_l2, t_mma), sp.roofline_sharpness) * max(1.0, cdiv(ctas, slots) / max(waves, 1e-9))
     reduction = (WARP_REDUCE_US if p["warps_k"] > 1 else 0.0) + (CLUSTER_REDUCE_US if csplit > 1 else 0.0)
     if dev.model_revision >= 2:
-        body = max(body, generations_us(p, K, _cdiv(ctas, slots), reduction))
+        body = max(body, generations_us(p, K, cdiv(ctas, slots), reduction))
     if K % 8 and dev.model_revision >= 4:
         body *= ANY_K_BODY_FACTOR_H200 if dev.model_revision >= 5 else ANY_K_BODY_FACTOR
     fixed = sp.launch_us + DRAM_LATENCY_US + (sp.cluster_launch_us if csplit > 1 else 0.0)

@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 from genome import Problem
 
-from .sim_device import DeviceSpec, SimBreakdown, SimParams
+from .sim_device import DeviceSpec, SimBreakdown, SimParams, cdiv
 
 DRAM_LATENCY_US = 1.0        # loaded latency of a TMA box from HBM
 # share of the HBM bandwidth a stream of runs of 128 x pieces bytes a row reaches (the probe on an H100: boxes of
@@ -49,19 +49,15 @@ BLOCK_END_US = 0.35          # a row block's sums through shared memory, two nam
 Y_L2_WEIGHT = 0.6            # the small operand's box against the streamed one, per byte through L2 and the TMA unit
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: DeviceSpec) -> SimBreakdown:
     p = params
     M, N, K = problem.m, problem.n, problem.k
     R, S = (M, N) if M > N else (N, M)
     rows, pieces, stages = int(p["rows"]), int(p["pieces"]), int(p["stages"])
-    row_blocks = _cdiv(R, rows)
+    row_blocks = cdiv(R, rows)
     grid = min(row_blocks, dev.n_sms * int(p["ctas_per_sm"]))
-    chunks = _cdiv(K, 64 * pieces)
-    blocks_per_cta = _cdiv(row_blocks, grid)
+    chunks = cdiv(K, 64 * pieces)
+    blocks_per_cta = cdiv(row_blocks, grid)
     imbalance = blocks_per_cta / (row_blocks / grid)
 
     hbm = sp.hbm_efficiency * dev.hbm_tbps * 1e6          # bytes per microsecond
@@ -74,7 +70,7 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     t_l2 = (x_bytes + Y_L2_WEIGHT * y_bytes) / (hbm * sp.l2_bw_ratio)
     t_fill = (x_bytes + y_bytes) / (SM_FILL_BYTES_PER_US * min(grid, dev.n_sms))
     # mma.sync m16n8k16: one or two n8 tiles a 16-row group and k16 step (a few percent of the time at most)
-    flops = 2.0 * _cdiv(R, 16) * 16 * (8 if S <= 8 else 16) * chunks * 64 * pieces
+    flops = 2.0 * cdiv(R, 16) * 16 * (8 if S <= 8 else 16) * chunks * 64 * pieces
     t_mma = flops / (dev.peak_tflops * 1e6 * 0.6 * min(1.0, grid / dev.n_sms))
     groups = rows // 16
     split = max(1, int(p["consumer_warps"]) // groups)

@@ -15,17 +15,13 @@ from typing import Any, Mapping
 from genome import Problem
 from genome import sm80_cutlass_space as _sm80
 
-from .sim_device import DeviceSpec, SimBreakdown, SimParams
+from .sim_device import DeviceSpec, SimBreakdown, SimParams, cdiv
 from .sim_sm90 import row_pitch_factor, soft_max
 
 # Fitted to the H200: over the 460 sm80_cutlass kernel runs in docs/results (2026-11-29/30), 0.37 puts the
 # median of log(model / measured) at -0.067, where sm90_cutlass's is (-0.065), so that the two families are
 # ranked on the same footing; 0.62, the value before, priced them 1.5x too fast (median -0.41)
 MMA_SYNC_SHARE = 0.37
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def tile_efficiency(p: Mapping[str, Any]) -> float:
@@ -39,20 +35,20 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     p = params
     M, N, K = problem.m, problem.n, problem.k
     tm, tn, tk = p["tile_m"], p["tile_n"], p["tile_k"]
-    splits = max(1, min(int(p["splits"]), _cdiv(K, tk)))
-    tiles = _cdiv(M, tm) * _cdiv(N, tn)
+    splits = max(1, min(int(p["splits"]), cdiv(K, tk)))
+    tiles = cdiv(M, tm) * cdiv(N, tn)
     ctas = tiles * splits
     per_sm = max(1, min(2048 // (32 * _sm80.warps(p)), dev.smem_per_block // max(1, _sm80.smem_bytes(p))))
     slots = per_sm * dev.n_sms
     waves = ctas / slots
     sm_rate = dev.peak_tflops * 1e6 / dev.n_sms * MMA_SYNC_SHARE * tile_efficiency(p)  # flop per us per SM
-    k_split = _cdiv(_cdiv(K, tk), splits) * tk
+    k_split = cdiv(cdiv(K, tk), splits) * tk
     tile_us = 2.0 * tm * tn * k_split / sm_rate
     # co-resident CTAs share the SM's tensor pipe
-    compute = _cdiv(ctas, slots) * tile_us * min(per_sm, max(1, _cdiv(ctas, dev.n_sms)))
+    compute = cdiv(ctas, slots) * tile_us * min(per_sm, max(1, cdiv(ctas, dev.n_sms)))
     hbm = sp.hbm_efficiency * dev.hbm_tbps * 1e6
     dram = 2.0 * (M * K + N * K + M * N)
-    l2 = 2.0 * K * (M * _cdiv(N, tn) + N * _cdiv(M, tm)) * row_pitch_factor(K, sp)
+    l2 = 2.0 * K * (M * cdiv(N, tn) + N * cdiv(M, tm)) * row_pitch_factor(K, sp)
     body = soft_max((compute, l2 / (hbm * sp.l2_bw_ratio), dram / hbm), sp.roofline_sharpness)
     fixed = sp.launch_us + p["stages"] * sp.load_latency_us * 0.5
     reduction = 0.0
@@ -60,6 +56,6 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
         reduction = sp.launch_us * 0.5 + (splits * 8.0 + 2.0) * M * N / hbm
     return SimBreakdown(total_us=fixed + body + reduction, fixed_us=fixed, compute_us=compute,
                         l2_us=l2 / (hbm * sp.l2_bw_ratio), dram_us=dram / hbm, reduction_us=reduction,
-                        iteration_us=tile_us / max(1, _cdiv(k_split, tk)), epilogue_us=0.0, tiles=tiles,
+                        iteration_us=tile_us / max(1, cdiv(k_split, tk)), epilogue_us=0.0, tiles=tiles,
                         ctas=ctas, waves=waves, stages=p["stages"], mode="split_k" if splits > 1 else "data_parallel",
                         dram_bytes=dram, l2_bytes=l2)

@@ -44,16 +44,12 @@ from typing import Any, Callable, Iterable, Mapping
 from genome import Genome, Problem, SearchSpace
 from genome import sm90_cutlass_space as _sm90
 
-from .sim_device import DeviceSpec, SimBreakdown, SimParams
+from .sim_device import DeviceSpec, SimBreakdown, SimParams, cdiv
 
 
 # ---------------------------------------------------------------------------------------------
 # model terms
 # ---------------------------------------------------------------------------------------------
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
 
 def soft_max(values: Iterable[float], p: float) -> float:
     """Smooth maximum (p-norm) of non-negative times: overlapping limits cost a little more than
@@ -112,9 +108,9 @@ def wave_footprint_bytes(problem: Problem, tm: int, tn: int, tiles_m: int, tiles
         fast_tiles, slow_tiles = tiles_n, tiles_m
     s = max(1, min(swizzle, slow_tiles))
     if ctas <= s * fast_tiles:
-        slow, fast = s, min(fast_tiles, _cdiv(ctas, s))
+        slow, fast = s, min(fast_tiles, cdiv(ctas, s))
     else:
-        fast, slow = fast_tiles, min(slow_tiles, _cdiv(ctas, fast_tiles))
+        fast, slow = fast_tiles, min(slow_tiles, cdiv(ctas, fast_tiles))
     rows_tiles, cols_tiles = (fast, slow) if order == "along_m" else (slow, fast)
     rows = min(problem.m, rows_tiles * tm)
     cols = min(problem.n, cols_tiles * tn)
@@ -131,7 +127,7 @@ def traffic_bytes(problem: Problem, tm: int, tn: int, cm: int, cn: int, ctas: in
     its footprint (set by raster order and swizzle) that L2 could not keep, in proportion to how
     far the operands exceed L2."""
     M, N, K = problem.m, problem.n, problem.k
-    tiles_m, tiles_n = _cdiv(M, tm), _cdiv(N, tn)
+    tiles_m, tiles_n = cdiv(M, tm), cdiv(N, tn)
     l2 = 2.0 * K * (tiles_n * M / min(cn, tiles_n) + tiles_m * N / min(cm, tiles_m))
     unique = 2.0 * K * (M + N)
     per_wave = max(1, ctas // splits)
@@ -231,7 +227,7 @@ def schedule_time_us(mode: str, n_units: int, ctas: int, k_iters: int, t_iter: f
     """
     t_main = k_iters * t_iter
     if mode == "data_parallel" or n_units == 0:
-        per = _cdiv(n_units, ctas)
+        per = cdiv(n_units, ctas)
         return per * (t_main + t_epi_exposed) + (t_epi - t_epi_exposed), 0
     if mode == "hybrid":
         full = n_units // ctas
@@ -242,12 +238,12 @@ def schedule_time_us(mode: str, n_units: int, ctas: int, k_iters: int, t_iter: f
     # stream_k
     total_iters = n_units * k_iters
     workers = max(1, min(ctas, int(total_iters // max(1.0, sp.streamk_min_iters))))
-    per_iters = _cdiv(total_iters, workers)
+    per_iters = cdiv(total_iters, workers)
     if workers <= n_units and n_units % workers == 0:
         per = n_units // workers
         return per * (t_main + t_epi_exposed) + (t_epi - t_epi_exposed), 0
-    tiles_per_worker = max(1, _cdiv(per_iters, k_iters))
-    pieces = max(2, _cdiv(workers, n_units))
+    tiles_per_worker = max(1, cdiv(per_iters, k_iters))
+    pieces = max(2, cdiv(workers, n_units))
     t = (per_iters * t_iter + tiles_per_worker * t_epi_exposed + (t_epi - t_epi_exposed)
          + t_fix(pieces) + sp.streamk_fixup_us)
     return t, workers
@@ -266,16 +262,16 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     csize = cm * cn
     schedule = params["schedule"]
     stages = params["stages"] or _sm90.max_stages(params)
-    k_iters = _cdiv(K, tk)
-    tiles_m, tiles_n = _cdiv(M, tm), _cdiv(N, tn)
+    k_iters = cdiv(K, tk)
+    tiles_m, tiles_n = cdiv(M, tm), cdiv(N, tn)
     real_tiles = tiles_m * tiles_n
 
     # tiles: CUTLASS's persistent scheduler pads the tile grid to multiples of swizzle x cluster in each dimension
     # (from revision 3, a kernel of one CTA per tile to whole clusters only)
     revised = dev.model_revision >= 3
     s = 1 if revised and not persistent else 1 << log_swizzle(tiles_m, tiles_n, params["swizzle"])
-    ptm = _cdiv(tiles_m, s * cm) * s * cm
-    ptn = _cdiv(tiles_n, s * cn) * s * cn
+    ptm = cdiv(tiles_m, s * cm) * s * cm
+    ptn = cdiv(tiles_n, s * cn) * s * cn
     cutlass_grid = revised and persistent and params.get("cluster_grid", "cutlass") == "cutlass"
     ctas_max = persistent_ctas(csize, dev) if cutlass_grid else usable_ctas(csize, dev)
     n_clusters = (ptm // cm) * (ptn // cn)
@@ -323,7 +319,7 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     if params["scheduler"] == "streamk":
         fixed += sp.streamk_scheduler_us
     if mode == "split_k":
-        k_unit = _cdiv(k_iters, splits)
+        k_unit = cdiv(k_iters, splits)
         units = n_clusters * splits
         t_exp = exposed_epilogue_us(t_epi, k_unit * t_iter, schedule, sp)
         compute, _ = schedule_time_us("data_parallel", units, slots, k_unit, t_iter, t_exp, t_epi, t_fix, sp)

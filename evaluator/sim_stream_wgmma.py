@@ -30,16 +30,11 @@ from typing import Any, Mapping
 
 from genome import Problem
 
-from .sim_device import DeviceSpec, SimBreakdown, SimParams
-from .sim_skinny_tma import DRAM_LATENCY_US, K_PITCH_FACTOR, RUN_EFFICIENCY, SM_FILL_BYTES_PER_US
+from .sim_device import DeviceSpec, SimBreakdown, SimParams, cdiv
+from .sim_skinny_tma import DRAM_LATENCY_US, K_PITCH_FACTOR, RUN_EFFICIENCY, SM_FILL_BYTES_PER_US, Y_L2_WEIGHT
 
 WGMMA_EFFICIENCY = 0.7        # of the datasheet tensor rate, one consumer warpgroup per 64 rows, no ping-pong
 SPLIT_LAUNCH_US = 2.0         # the second kernel that adds up the partial sums (its launch and its tail)
-Y_L2_WEIGHT = 0.6             # the small operand's box against the streamed one, per byte through L2
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: DeviceSpec) -> SimBreakdown:
@@ -48,11 +43,11 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     R, S = (M, N) if M > N else (N, M)
     rows, tile_s, pieces, stages = int(p["rows"]), int(p["tile_s"]), int(p["pieces"]), int(p["stages"])
     ksplit = int(p["ksplit"])
-    row_blocks = _cdiv(R, rows)
+    row_blocks = cdiv(R, rows)
     units = row_blocks * ksplit
     grid = min(units, dev.n_sms * int(p["ctas_per_sm"]))
-    chunks = _cdiv(K, 64 * pieces)
-    units_per_cta = _cdiv(units, grid)
+    chunks = cdiv(K, 64 * pieces)
+    units_per_cta = cdiv(units, grid)
     imbalance = units_per_cta / (units / grid)
 
     hbm = sp.hbm_efficiency * dev.hbm_tbps * 1e6          # bytes per microsecond

@@ -15,7 +15,7 @@ import random
 from typing import Any, Mapping
 
 from .problem import Problem
-from .sm90_resources import SMEM_BYTES_PER_BLOCK, SMEM_BYTES_PER_SM, tma_k_alignment
+from .sm90_resources import SMEM_BYTES_PER_BLOCK, one_cta_per_sm, tma_k_alignment, two_ctas_smem_misfit
 from .space import ParamSpec, Params, Rule, SearchSpace, ShapeRule
 
 FAMILY = "skinny_tma"
@@ -84,20 +84,13 @@ def _fix_tiling(p: Params, rng: random.Random) -> Params:
 
 
 def _two_ctas(p):
-    if p["ctas_per_sm"] == 2 and 2 * (smem_bytes(p) + STATIC_SMEM_BYTES + 1024) > SMEM_BYTES_PER_SM:
-        return f"two CTAs of {smem_bytes(p) // 1024} KB of shared memory do not fit an SM (228 KB)"
-    return None
-
-
-def _fix_two_ctas(p: Params, rng: random.Random) -> Params:
-    p["ctas_per_sm"] = 1
-    return p
+    return two_ctas_smem_misfit(smem_bytes(p), STATIC_SMEM_BYTES) if p["ctas_per_sm"] == 2 else None
 
 
 RULES = (
     Rule("smem-capacity", "stages x 128 x pieces x (rows + 16) bytes + partial tiles fit in 227 KB", _smem, _fix_smem),
     Rule("warp-tiling", "consumer warps tile the 16-row groups and a stage's k16 steps evenly", _tiling, _fix_tiling),
-    Rule("two-ctas", "ctas_per_sm 2 only where two CTAs' shared memory fits an SM", _two_ctas, _fix_two_ctas),
+    Rule("two-ctas", "ctas_per_sm 2 only where two CTAs' shared memory fits an SM", _two_ctas, one_cta_per_sm),
 )
 
 

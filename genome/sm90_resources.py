@@ -64,6 +64,20 @@ def acc_regs_per_thread(p: Mapping[str, Any]) -> int:
     return p["tile_m"] * p["tile_n"] // consumer_threads
 
 
+def two_ctas_smem_misfit(ring_bytes: int, static_bytes: int) -> "str | None":
+    """Why two CTAs of `ring_bytes` dynamic and `static_bytes` static shared memory (plus the 1 KB reserved for each
+    resident block) do not fit an SM, or None where they do: the `ctas_per_sm = 2` rule of the TMA ring families."""
+    if 2 * (ring_bytes + static_bytes + 1024) > SMEM_BYTES_PER_SM:
+        return f"two CTAs of {ring_bytes // 1024} KB of shared memory do not fit an SM (228 KB)"
+    return None
+
+
+def one_cta_per_sm(p: dict, rng: Any = None) -> dict:
+    """The repair of a `ctas_per_sm = 2` that does not fit: one CTA an SM."""
+    p["ctas_per_sm"] = 1
+    return p
+
+
 def _tma_row_pitch(family: str, p: Mapping[str, Any], problem: Problem) -> "str | None":
     if problem.k % 8:
         return (f"{family} loads rows through TMA, whose row pitch must be a multiple of 16 bytes, so K must be "

@@ -17,7 +17,7 @@ import random
 from typing import Any, Mapping
 
 from .problem import Problem
-from .sm90_resources import SMEM_BYTES_PER_BLOCK, SMEM_BYTES_PER_SM, tma_k_alignment
+from .sm90_resources import SMEM_BYTES_PER_BLOCK, one_cta_per_sm, tma_k_alignment, two_ctas_smem_misfit
 from .space import ParamSpec, Params, Rule, SearchSpace, ShapeRule
 
 FAMILY = "stream_wgmma"
@@ -84,23 +84,19 @@ def _fix_smem(p: Params, rng: random.Random) -> Params:
 def _two_ctas(p):
     if p["ctas_per_sm"] != 2:
         return None
-    if 2 * (smem_bytes(p) + STATIC_SMEM_BYTES + 1024) > SMEM_BYTES_PER_SM:
-        return f"two CTAs of {smem_bytes(p) // 1024} KB of shared memory do not fit an SM (228 KB)"
+    smem = two_ctas_smem_misfit(smem_bytes(p), STATIC_SMEM_BYTES)
+    if smem:
+        return smem
     if 2 * threads(p) * regs_per_thread(p) > REGS_PER_SM:
         return (f"two CTAs of {threads(p)} threads at about {regs_per_thread(p)} registers each do not fit an SM's "
                 f"{REGS_PER_SM} registers")
     return None
 
 
-def _fix_two_ctas(p: Params, rng: random.Random) -> Params:
-    p["ctas_per_sm"] = 1
-    return p
-
-
 RULES = (
     Rule("smem-capacity", "stages x 128 x pieces x (rows + tile_s) bytes fit in 227 KB", _smem, _fix_smem),
     Rule("two-ctas", "ctas_per_sm 2 only where two CTAs' shared memory and registers fit an SM", _two_ctas,
-         _fix_two_ctas),
+         one_cta_per_sm),
 )
 
 
