@@ -15,7 +15,8 @@ import random
 from typing import Any, Mapping
 
 from .problem import Problem
-from .sm90_resources import SMEM_BYTES_PER_BLOCK, one_cta_per_sm, tma_k_alignment, two_ctas_smem_misfit
+from .sm90_resources import (SMEM_BYTES_PER_BLOCK, one_cta_per_sm, shrink_ring, tma_k_alignment,
+                             two_ctas_smem_misfit)
 from .space import ParamSpec, Params, Rule, SearchSpace, ShapeRule
 
 FAMILY = "skinny_tma"
@@ -51,15 +52,7 @@ def _smem(p):
 
 
 def _fix_smem(p: Params, rng: random.Random) -> Params:
-    """Fewer pieces a stage until two stages fit, then the most stages that fit (fewer rows as a last resort)."""
-    def fits(q):
-        return smem_bytes(q) + STATIC_SMEM_BYTES <= SMEM_BYTES_PER_BLOCK
-    while p["pieces"] > 1 and not fits({**p, "stages": 2}):
-        p["pieces"] //= 2
-    while p["rows"] > 16 and not fits({**p, "stages": 2}):
-        p["rows"] //= 2
-    p["stages"] = max([s for s in (2, 3, 4, 6, 8) if s <= p["stages"] and fits({**p, "stages": s})], default=2)
-    return p
+    return shrink_ring(p, lambda q: smem_bytes(q) + STATIC_SMEM_BYTES <= SMEM_BYTES_PER_BLOCK, min_rows=16)
 
 
 def _tiling(p):

@@ -4,7 +4,7 @@ out: the arithmetic behind the sm90_cutlass space's resource rules (genome/sm90_
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .problem import Problem
 from .space import ShapeRule
@@ -62,6 +62,17 @@ def acc_regs_per_thread(p: Mapping[str, Any]) -> int:
     """fp32 accumulators each consumer thread holds: cooperative splits the tile over two warpgroups."""
     consumer_threads = 256 if p["schedule"] == "cooperative" else 128
     return p["tile_m"] * p["tile_n"] // consumer_threads
+
+
+def shrink_ring(p: dict, fits: Callable[[Mapping[str, Any]], bool], min_rows: int) -> dict:
+    """The shared-memory repair of the TMA ring families: fewer pieces a stage until two stages fit, then fewer rows
+    (not below `min_rows`), then the most stages of 2, 3, 4, 6, 8 that fit (at most the genome's)."""
+    while p["pieces"] > 1 and not fits({**p, "stages": 2}):
+        p["pieces"] //= 2
+    while p["rows"] > min_rows and not fits({**p, "stages": 2}):
+        p["rows"] //= 2
+    p["stages"] = max([s for s in (2, 3, 4, 6, 8) if s <= p["stages"] and fits({**p, "stages": s})], default=2)
+    return p
 
 
 def two_ctas_smem_misfit(ring_bytes: int, static_bytes: int) -> "str | None":

@@ -17,7 +17,8 @@ import random
 from typing import Any, Mapping
 
 from .problem import Problem
-from .sm90_resources import SMEM_BYTES_PER_BLOCK, one_cta_per_sm, tma_k_alignment, two_ctas_smem_misfit
+from .sm90_resources import (SMEM_BYTES_PER_BLOCK, one_cta_per_sm, shrink_ring, tma_k_alignment,
+                             two_ctas_smem_misfit)
 from .space import ParamSpec, Params, Rule, SearchSpace, ShapeRule
 
 FAMILY = "stream_wgmma"
@@ -72,13 +73,7 @@ def _smem(p):
 
 
 def _fix_smem(p: Params, rng: random.Random) -> Params:
-    """Fewer pieces a stage until two stages fit, then the most stages that fit (fewer rows as a last resort)."""
-    while p["pieces"] > 1 and not _fits({**p, "stages": 2}):
-        p["pieces"] //= 2
-    while p["rows"] > 64 and not _fits({**p, "stages": 2}):
-        p["rows"] //= 2
-    p["stages"] = max([s for s in (2, 3, 4, 6, 8) if s <= p["stages"] and _fits({**p, "stages": s})], default=2)
-    return p
+    return shrink_ring(p, _fits, min_rows=64)
 
 
 def _two_ctas(p):
