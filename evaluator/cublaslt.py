@@ -21,6 +21,8 @@ import ctypes
 import os
 from dataclasses import dataclass, field
 
+from .cublaslt_enums import CLUSTERS, STAGES, TILES
+
 CUDA_R_16F = 2
 CUDA_R_32F = 0
 CUBLAS_COMPUTE_32F = 68
@@ -34,25 +36,19 @@ WORKSPACE_BYTES = 32 << 20
 ALGO_CONFIG_ATTRIBUTES = (("algo_id", 0), ("tile_id", 1), ("splitk", 2), ("reduction_scheme", 3),
                           ("cta_swizzling", 4), ("custom_option", 5), ("stages_id", 6), ("inner_shape_id", 7),
                           ("cluster_shape_id", 8))
-# cublasLtMatmulTile_t (rows x columns of C^T, i.e. N x M here) and cublasLtClusterShape_t, as far as their
-# append-only enums are named here; a later id is shown as its number
-TILES = (None, "8x8", "8x16", "16x8", "8x32", "16x16", "32x8", "8x64", "16x32", "32x16", "64x8", "32x32", "32x64",
-         "64x32", "32x128", "64x64", "128x32", "64x128", "128x64", "64x256", "128x128", "256x64", "64x512", "128x256",
-         "256x128", "512x64", "64x96", "96x64", "96x128", "128x160", "160x128", "192x128", "128x192", "128x96",
-         "32x256", "256x32")
-CLUSTERS = {0: "auto", 2: "1x1x1", 3: "2x1x1", 4: "4x1x1", 5: "1x2x1", 6: "2x2x1", 7: "4x2x1", 8: "1x4x1",
-            9: "2x4x1", 10: "4x4x1", 11: "8x1x1", 12: "1x8x1", 13: "8x2x1", 14: "2x8x1", 15: "16x1x1", 16: "1x16x1"}
 
 
 def describe_algo(config: dict) -> str:
-    """A short reading of LtPlan.algo_config's ids: 'tile 64x64, split-K 1, cluster 1x2x1'."""
-    tile = config.get("tile_id")
+    """A short reading of LtPlan.algo_config's ids: 'tile 64x64, stages 64x4, split-K 1, cluster 1x2x1' (a tile
+    reads N x M of the problem: see cublaslt_enums). An id past the enum tables is shown as its number."""
+    tile, stages, cluster = config.get("tile_id"), config.get("stages_id"), config.get("cluster_shape_id")
     parts = []
     if tile is not None:
         parts.append(f"tile {TILES[tile]}" if 0 < tile < len(TILES) else f"tile id {tile}")
+    if stages:
+        parts.append(f"stages {STAGES[stages]}" if stages in STAGES else f"stages id {stages}")
     if "splitk" in config:
         parts.append(f"split-K {config['splitk']}")
-    cluster = config.get("cluster_shape_id")
     if cluster is not None:
         parts.append(f"cluster {CLUSTERS[cluster]}" if cluster in CLUSTERS else f"cluster id {cluster}")
     return ", ".join(parts)

@@ -209,8 +209,12 @@ def test_algo_config_reads_what_cublaslt_reports_and_leaves_out_what_it_does_not
 def test_describe_algo_names_the_ids_it_knows_and_numbers_the_rest():
     assert cublaslt.describe_algo({"tile_id": 15, "splitk": 1, "cluster_shape_id": 5}) == \
         "tile 64x64, split-K 1, cluster 1x2x1"
-    assert cublaslt.describe_algo({"tile_id": 312, "splitk": 2, "cluster_shape_id": 99}) == \
-        "tile id 312, split-K 2, cluster id 99"
+    assert cublaslt.describe_algo({"tile_id": 33, "stages_id": 16, "splitk": 2, "cluster_shape_id": 9}) == \
+        "tile 128x96, stages 64x4, split-K 2, cluster 2x4x1"
+    assert cublaslt.describe_algo({"tile_id": 312, "splitk": 2, "cluster_shape_id": 44}) == \
+        "tile 64x16, split-K 2, cluster 2x7x1"          # ids past the first 36 tiles and 16 clusters named too
+    assert cublaslt.describe_algo({"tile_id": 9999, "stages_id": 30, "cluster_shape_id": 99}) == \
+        "tile id 9999, stages id 30, cluster id 99"     # a later library's ids, and a gap in the stages enum
     assert cublaslt.describe_algo({"tile_id": 0}) == "tile id 0" and cublaslt.describe_algo({}) == ""
 
 
