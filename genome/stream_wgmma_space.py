@@ -2,13 +2,15 @@
 
 The operand with more rows ("X") streams from HBM once through a ring of shared-memory stages filled by the
 Tensor Memory Accelerator: each stage holds `pieces` boxes of `rows` rows x 64 k (128 bytes of each row), so that
-DRAM sees runs of 128 x `pieces` bytes a row; the other operand ("Y", at most `tile_s` rows) comes in beside it.
+DRAM sees runs of 128 x `pieces` bytes a row; `tile_s` rows of the other operand ("Y", the small side, at most
+256 rows) come in beside it, a small side above tile_s being a grid of small-side tiles that read the same X rows
+side by side (the second read from L2).
 One producer thread issues the loads; rows / 64 consumer warpgroups multiply with wgmma m64 n{tile_s} k16 straight
 from the swizzled stages. The runtime knob `ksplit` splits K over that many work units of a row block (fp32
 partial sums in the workspace, then a second kernel adds them up), `ctas_per_sm` launches one or two CTAs an SM.
 Rules keep the stages within shared memory and two CTAs an SM within its shared memory and registers; shape
-rules ask for a small side of at most `tile_s` rows, K a multiple of 8 (TMA's 16-byte row pitch) and at least one
-stage of k for every split. Measured first as a prototype (docs/results/h200-stream-wgmma/).
+rules ask for a small side of at most 256 rows (the family's domain), K a multiple of 8 (TMA's 16-byte row pitch)
+and at least one stage of k for every split. Measured first as a prototype (docs/results/h200-stream-wgmma/).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ FAMILY = "stream_wgmma"
 
 STATIC_SMEM_BYTES = 1024       # the ring's mbarriers (ptxas: 1024 bytes of static shared memory)
 REGS_PER_SM = 65536
+MAX_SMALL_SIDE = 256           # the family's domain: min(M, N) at most this
 OTHER_REGS = 40                # a consumer thread's registers besides its tile_s / 2 accumulators where ptxas is held to
                                # two CTAs an SM (kernel.cu.j2: kMinBlocks)
 
@@ -32,8 +35,8 @@ PARAMS = (
     ParamSpec("rows", (64, 128), doc="rows of the streamed operand a work unit takes (one TMA box): rows / 64 "
                                      "consumer warpgroups, each a wgmma m64 block"),
     ParamSpec("tile_s", (16, 32, 64, 96, 128, 192, 256),
-              doc="rows of the small operand a stage holds (the wgmma N): at least the small side, the rest "
-                  "zero-filled"),
+              doc="rows of the small operand a stage holds (the wgmma N); a small side above it is a grid of "
+                  "ceil(small / tile_s) tiles, rows past the small side zero-filled"),
     ParamSpec("pieces", (1, 2, 4), doc="64-k pieces (128 bytes of each row) a stage loads, one TMA box each: "
                                        "runs of 128 x pieces bytes a row"),
     ParamSpec("stages", (2, 3, 4, 6, 8), doc="stages of the shared-memory ring (loads in flight)"),
@@ -97,9 +100,9 @@ RULES = (
 
 def _small_side(p, problem: Problem):
     small = min(problem.m, problem.n)
-    if small > p["tile_s"]:
-        return (f"stream_wgmma holds the small side in one box of tile_s = {p['tile_s']} rows; this problem's "
-                f"min(M, N) is {small}")
+    if small > MAX_SMALL_SIDE:
+        return (f"stream_wgmma streams the large operand past a small side of at most {MAX_SMALL_SIDE} rows; this "
+                f"problem's min(M, N) is {small}")
     return None
 
 
@@ -112,7 +115,7 @@ def _split_has_k(p, problem: Problem):
 
 
 SHAPE_RULES = (
-    ShapeRule("small-side", "min(M, N) <= tile_s", _small_side),
+    ShapeRule("small-side", f"min(M, N) <= {MAX_SMALL_SIDE}", _small_side),
     tma_k_alignment(FAMILY),
     ShapeRule("split-has-k", "ksplit at most K's stages of 64 x pieces", _split_has_k),
 )
