@@ -1,7 +1,8 @@
 """How the engine builds a shape's search strategy (a mixin of evolution/engine.py's Engine): its
 selection policy, warm-started from the shape's inputs; its seeds (halls of fame of the shapes it
-may seed from, hand-picked genomes); its operators, LLM gateway, prefetch hook and safety check; and
-what prompts are told of the GPU and the vendor baselines."""
+may seed from, hand-picked genomes, one-wave tiles, mirrors of the vendor's algorithm); its
+operators, LLM gateway, prefetch hook and safety check; and what prompts are told of the GPU and
+the vendor baselines."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from .rng import derive_seed
 from .search import StrategyContext, build_strategy
 from .seeding import fit_shape_knobs, lazy_model_order, model_order, seeds_for
 from .shape_state import ShapeState
+from .vendor_seeds import vendor_seeds
 from .wave_seeds import one_wave_seeds
 
 
@@ -55,6 +57,11 @@ class StrategyFactory:
             if pop.wave_seeds:
                 out += one_wave_seeds(state.problem, spaces, self.seed_device.n_sms, pop.wave_seeds,
                                       {g.id for g, _, _ in out}, cooperative=pop.wave_cooperative)
+            bs = state.baselines
+            if pop.vendor_seeds and bs is not None and bs.algorithms:
+                out += vendor_seeds(state.problem, spaces, bs.algorithms, _baseline_times(state), self.handpicked,
+                                    pop.vendor_seeds, {g.id for g, _, _ in out},
+                                    seed=derive_seed(self.seed, "vendor_seeds", state.name))
             return out
 
         parents = cfg.selection.parents

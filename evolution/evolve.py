@@ -67,11 +67,13 @@ from .parents import FailedGenome
 from .population import Individual, Island, fitness_value, migrate_ring, survivors
 from .operators import OperatorEntry
 from .proposals import MAX_ATTEMPTS, OperatorCalls
+from .vendor_seeds import VENDOR_ORIGIN
 from .wave_seeds import WAVE_ORIGIN
 
 REWARDS = ("log_ratio", "improvement", "success")
 FIXABLE = (STATUS_COMPILE_FAILED, STATUS_REJECTED, STATUS_WRONG)  # failures a fix operator may take as parents
 KEEP_FAILED = 64   # failed genomes remembered for fix operators
+PINNED_ORIGINS = (WAVE_ORIGIN, VENDOR_ORIGIN)   # seeds the first round takes on top of the others (its screen grows)
 
 
 def _round_robin_by_family(seeds: Sequence[tuple[Genome, str, str]]) -> list[tuple[Genome, str, str]]:
@@ -179,7 +181,8 @@ class EvolutionStrategy(OperatorCalls):
         pop = cfg.population
         initial = pop.size * max(pop.islands, len(ctx.spaces)) + pop.screen
         seeds = ctx.seeds(int(math.floor(pop.seed_fraction * initial)))
-        waves = sum(1 for s in seeds if s[1] == WAVE_ORIGIN)   # the one-wave seeds that fit: the screen grows by these
+        waves = sum(1 for s in seeds if s[1] in PINNED_ORIGINS)   # one-wave and vendor-mirror seeds: the screen
+        # grows by these
         return cls(ctx.problem, ctx.spaces, operators, policy, random.Random(ctx.seed), size=pop.size,
                    islands=pop.islands, offspring=pop.offspring_per_island, elite=pop.elite,
                    tournament=pop.tournament, migration_interval=pop.migration_interval,
@@ -300,9 +303,11 @@ class EvolutionStrategy(OperatorCalls):
         base = self.size * len(self.islands)
         extra = max(0, n - base)  # the screen's slots: seeds only
         n_seeds = min(len(self.seeds), int(math.floor(self.seed_fraction * min(n, base))) + extra)
-        # one-wave seeds (population.wave_seeds) come on top of the others, never in their place
-        pinned = [s for s in self.seeds if s[1] == WAVE_ORIGIN]
-        dealt = _round_robin_by_family([s for s in self.seeds if s[1] != WAVE_ORIGIN])[:max(0, n_seeds - len(pinned))]
+        # one-wave and vendor-mirror seeds (population.wave_seeds, vendor_seeds) come on top of the others, never in
+        # their place
+        pinned = [s for s in self.seeds if s[1] in PINNED_ORIGINS]
+        dealt = _round_robin_by_family([s for s in self.seeds if s[1] not in PINNED_ORIGINS])[
+            :max(0, n_seeds - len(pinned))]
         cursor = 0
         for genome, origin, note in dealt + pinned[:n_seeds]:
             islands = [i for i in self.islands if i.family == genome.family]

@@ -215,7 +215,8 @@ def _as_created(stored: Mapping[str, Any]) -> dict:
     """A recorded campaign's settings with the defaults it was created under: one recorded before
     `population.fit_knobs` existed (session 25) took its seeds' knobs as they were, and one recorded before
     `population.wave_seeds` existed (session 37) timed no one-wave seeds, and one recorded before
-    `population.wave_cooperative` existed (session 39) no cooperative ones; each resumes so."""
+    `population.wave_cooperative` existed (session 39) no cooperative ones, and one recorded before
+    `population.vendor_seeds` existed (session 48) no vendor mirrors; each resumes so."""
     population = stored.get("population")
     if population is not None and not isinstance(population, Mapping):
         return dict(stored)          # not a mapping: validation says so
@@ -223,6 +224,7 @@ def _as_created(stored: Mapping[str, Any]) -> dict:
     population.setdefault("fit_knobs", False)
     population.setdefault("wave_seeds", 0)
     population.setdefault("wave_cooperative", False)
+    population.setdefault("vendor_seeds", 0)
     return {**stored, "population": population}
 
 

@@ -95,6 +95,12 @@ class Population(Strict):
         "(evolution/wave_seeds.py: cooperative_wave_seeds), where the campaign searches sm90_cutlass. "
         "Such tiles were the best the H200 benches recorded at 128x28672x4096, 256x12288x4096, 1024x4096x12288, "
         "2000^3, 768x2048x8192 and 384x3072x8192, and 2-6% behind the best at short-K shapes (3072x1280x1024)")
+    vendor_seeds: int = Field(
+        2, ge=0, le=16, description="vendor-mirror seeds also timed in a shape's first round (evolution strategy, GPU "
+        "campaigns): genomes of the campaign's families with the CTA tile, tile K, cluster and split-K of the "
+        "algorithm the fastest cuBLASLt baseline ran at the shape, as it reported it (evolution/vendor_seeds.py), "
+        "the family whose tile comes nearest first; they count as evaluations (0: none). A simulated campaign has "
+        "no vendor algorithm to mirror and times none")
     max_stall_rounds: int = Field(10, ge=1, description="stop a shape after this many rounds without a new genome")
     shapes_in_flight: int = Field(
         1, ge=1, le=256, description="shapes searched at once: shape i starts once every shape up to i - "

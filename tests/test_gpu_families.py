@@ -229,6 +229,33 @@ def test_cooperative_one_wave_seeds_pass_the_gate(evaluator, shape):
     assert not failed, failed
 
 
+# population.vendor_seeds: two shapes where the vendor fits an odd tile (1000^3, 1280^3 on an H100: 72x128 in a 2x4
+# cluster, 112x128 in 4x2: docs/results/h100-vendor-algos)
+VENDOR_SHAPES = ["1000x1000x1000", "1280x1280x1280"]
+
+
+@pytest.mark.parametrize("shape", VENDOR_SHAPES)
+def test_the_mirrors_of_the_vendors_own_algorithm_pass_the_gate(evaluator, shape):
+    """The vendor baselines of this GPU say what they ran; two mirrors of it in the campaign families (built here,
+    about a minute) pass the gate. Their times are printed beside the vendor's, not asserted."""
+    from evolution.seeding import load_handpicked
+    from evolution.vendor_seeds import vendor_seeds
+    problem = Problem.parse(shape)
+    baselines = evaluator.baselines(problem)
+    assert baselines.algorithms, "the cuBLASLt baselines name no algorithm"
+    families = ["sm90_cutlass", "sm90_lean", "sm90_swapab", "sm90_splitk"]
+    times = {name: t.median_us for name, t in baselines.device.items() if t and t.median_us}
+    seeds = vendor_seeds(problem, [FAMILIES.resolve(f).space for f in families], baselines.algorithms, times,
+                         load_handpicked(families), 2, set())
+    assert seeds, f"no family mirrors {baselines.algorithms}"
+    results = evaluator.evaluate([g for g, _, _ in seeds], problem)
+    print(shape, "vendor", {name: round(us, 2) for name, us in times.items()})
+    for (g, _, note), m in zip(seeds, results):
+        print(shape, g.short(), m.status, m.rel_error, m.time_us, note)
+    failed = [(g.short(), m.status, m.reason) for (g, _, _), m in zip(seeds, results) if not m.ok]
+    assert not failed, failed
+
+
 def cluster_grid_genomes() -> list:
     """Persistent kernels with clusters of 4 and 8 that ask the device how many clusters it runs (cluster_grid
     occupancy): ping-pong, cooperative, stream-K, sm90_splitk and sm90_swapab; with two of their twins that

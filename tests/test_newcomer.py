@@ -260,13 +260,14 @@ def test_edited_campaign_yaml_is_refused_naming_the_keys(tmp_path):
 
 
 def test_a_rewritten_campaign_yaml_of_a_folder_recorded_before_an_option_is_no_edit(tmp_path):
-    # a folder whose recorded settings predate population.fit_knobs / wave_seeds / wave_cooperative: its
-    # campaign.yaml, written again from them, names each with the value the folder was created under
+    # a folder whose recorded settings predate population.fit_knobs / wave_seeds / wave_cooperative /
+    # vendor_seeds: its campaign.yaml, written again from them, names each with the value the folder was created
+    # under
     folder = tmp_path / "c"
     from experiments.schema import load_campaign
     create_campaign(load_campaign(_yaml(tmp_path)), folder)
     stored = _meta(folder, "config")
-    for key in ("fit_knobs", "wave_seeds", "wave_cooperative"):
+    for key in ("fit_knobs", "wave_seeds", "wave_cooperative", "vendor_seeds"):
         del stored["population"][key]
     conn = _db(folder)
     with conn:
@@ -276,7 +277,8 @@ def test_a_rewritten_campaign_yaml_of_a_folder_recorded_before_an_option_is_no_e
     config, db = open_campaign(folder)           # writes campaign.yaml again
     db.close()
     written = yaml.safe_load((folder / "campaign.yaml").read_text())["population"]
-    assert (written["fit_knobs"], written["wave_seeds"], written["wave_cooperative"]) == (False, 0, False)
+    assert (written["fit_knobs"], written["wave_seeds"], written["wave_cooperative"], written["vendor_seeds"]) == \
+        (False, 0, False, 0)
     config, db = open_campaign(folder)           # and reads it back as the same campaign
     db.close()
     assert config.population.wave_seeds == 0 and config.population.wave_cooperative is False

@@ -1,0 +1,138 @@
+"""population.vendor_seeds: genomes that mirror the CTA tile, cluster and split-K of the algorithm cuBLASLt ran at
+the shape (its baselines' `algorithms`), on top of a shape's first-round seeds."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from engine_helpers import FakeEvaluator, small_config
+from evolution.seeding import load_handpicked
+from evolution.vendor_seeds import (VENDOR_ORIGIN, VendorPick, mirror, tile_error, vendor_picks, vendor_seeds,
+                                    wgmma_axis_mismatch)
+from experiments.campaign import create_campaign, run_campaign
+from experiments.progress import SilentProgress
+from experiments.schema import parse_campaign
+from genome import Problem
+from templates import get_space
+
+FAMILIES = ("sm90_cutlass", "sm90_lean", "sm90_swapab", "sm90_splitk")
+SPACES = [get_space(f) for f in FAMILIES]
+HANDPICKED = load_handpicked(FAMILIES)
+# cuBLASLt's ids (cublasLt.h): tiles by name (tile_id), cluster shapes 2x1x1 = 3, 1x2x1 = 5, 2x4x1 = 9
+CUBE = Problem.parse("1000x1000x1000")
+
+
+def tile_id(name: str) -> int:
+    from evaluator.cublaslt_enums import TILES
+    return TILES.index(name)
+
+
+def config(tile: str, cluster_id: int = 2, splitk: int = 1, stages_id: int = 35) -> dict:
+    return {"algo_id": 66, "tile_id": tile_id(tile), "splitk": splitk, "stages_id": stages_id,
+            "cluster_shape_id": cluster_id}
+
+
+def test_a_pick_reads_the_tile_and_cluster_as_n_by_m_of_the_problem():
+    pick = VendorPick.read("cublaslt_autotuned", config("72x128", cluster_id=9))   # cluster 2x4x1
+    assert (pick.along_n, pick.along_m, pick.cluster_n, pick.cluster_m) == (72, 128, 2, 4)
+    assert (pick.splitk, pick.tile_k, pick.stages) == (1, 64, 0)                    # stages 64xAUTO
+    assert pick.what == "tile 72x128, stages 64xAUTO, split-K 1, cluster 2x4x1"
+    assert VendorPick.read("x", {"tile_id": 16, "stages_id": 16}).stages == 4       # 64x4
+    assert VendorPick.read("x", {"tile_id": 15}).cluster_m == 1                     # no cluster id: auto, none
+    for bad in ({"tile_id": 0}, {"tile_id": 99999}, {}):
+        assert VendorPick.read("x", bad) is None
+
+
+def test_picks_come_fastest_baseline_first_each_once():
+    algos = {"slow": config("64x128"), "fast": config("72x128", 9), "twin": config("72x128", 9),
+             "untimed": config("128x128")}
+    picks = vendor_picks(algos, {"slow": 9.0, "fast": 7.0, "twin": 7.5})
+    assert [p.baseline for p in picks] == ["fast", "slow", "untimed"]
+
+
+def test_a_mirror_keeps_the_vendors_tile_cluster_and_k_depth_in_the_family_that_holds_them():
+    pick = VendorPick.read("v", config("72x128", cluster_id=9))
+    g = mirror(pick, get_space("sm90_cutlass"), CUBE, HANDPICKED)
+    assert (g.get("tile_m"), g.get("tile_n"), g.get("cluster_m"), g.get("cluster_n")) == (128, 80, 4, 2)
+    assert g.get("tile_k") == 64 and g.get("stages") == 0 and g.get("scheduler") == "persistent"
+    assert get_space("sm90_cutlass").is_valid(g, CUBE)
+    # no 96-row tile along M in sm90_cutlass (its tile M: 64, 128, ...): the swapped family takes 256x96 (N x M)
+    wide = VendorPick.read("v", config("256x96", cluster_id=5))                   # cluster 1x2x1
+    shape = Problem.parse("3072x1024x2048")
+    assert mirror(wide, get_space("sm90_cutlass"), shape, HANDPICKED) is None
+    swapped = mirror(wide, get_space("sm90_swapab"), shape, HANDPICKED)
+    assert (swapped.get("tile_m"), swapped.get("tile_n"), swapped.get("cluster_m"), swapped.get("cluster_n")) == \
+        (256, 96, 1, 2)
+    # a family without the vendor's cluster takes no mirror of it
+    assert mirror(pick, get_space("sm90_cpasync"), CUBE, load_handpicked(["sm90_cpasync"])) is None
+    # the nearest tile first: 320 x 128 (N x M) is sm90_swapab's 320-row tile, sm90_cutlass only comes within 20%
+    big = VendorPick.read("v", config("320x128", cluster_id=5))
+    assert tile_error(big, get_space("sm90_swapab")) == 0 < tile_error(big, get_space("sm90_cutlass")) <= 0.25
+    # 128x72 (N x M): both families come within 11%, the swapped one holds the vendor's wgmma M (128, along N)
+    odd = VendorPick.read("v", config("128x72", cluster_id=7))                  # cluster 4x2x1
+    assert tile_error(odd, get_space("sm90_swapab")) == tile_error(odd, get_space("sm90_cutlass"))
+    assert wgmma_axis_mismatch(odd, get_space("sm90_cutlass"))
+    assert not wgmma_axis_mismatch(odd, get_space("sm90_swapab"))
+    first = vendor_seeds(CUBE, SPACES, {"a": config("128x72", 7)}, {"a": 7.5}, HANDPICKED, 1, set())[0][0]
+    assert (first.family, first.get("tile_m"), first.get("tile_n"), first.get("cluster_m"), first.get("cluster_n")) \
+        == ("sm90_swapab", 128, 80, 4, 2)
+
+
+def test_split_k_mirrors_as_the_familys_own_split():
+    pick = VendorPick.read("v", config("64x128", cluster_id=3, splitk=4))      # cluster 2x1x1
+    shape = Problem.parse("512x512x16384")
+    cut = mirror(pick, get_space("sm90_cutlass"), shape, HANDPICKED)
+    assert (cut.get("decomposition"), cut.get("scheduler"), cut.get("splits")) == ("split_k", "streamk", 4)
+    assert mirror(pick, get_space("sm90_splitk"), shape, HANDPICKED).get("ksplit") == 4
+    assert mirror(pick, get_space("sm90_lean"), shape, HANDPICKED) is None            # it cannot split K
+    unsplit = VendorPick.read("v", config("64x128", cluster_id=3))
+    assert mirror(unsplit, get_space("sm90_splitk"), shape, HANDPICKED) is None       # it always splits K
+
+
+def test_vendor_seeds_count_and_skip_what_is_taken():
+    algos = {"cublaslt_autotuned": config("72x128", 9), "cublaslt_heuristic": config("64x128", 3)}
+    times = {"cublaslt_autotuned": 7.3, "cublaslt_heuristic": 7.4}
+    seeds = vendor_seeds(CUBE, SPACES, algos, times, HANDPICKED, 3, set())
+    assert len(seeds) == 3 and all(origin == VENDOR_ORIGIN for _, origin, _ in seeds)
+    assert [g.family for g, _, _ in seeds] == ["sm90_cutlass", "sm90_lean", "sm90_swapab"]
+    assert "mirrors cublaslt_autotuned's algorithm (tile 72x128" in seeds[0][2]
+    again = vendor_seeds(CUBE, SPACES, algos, times, HANDPICKED, 3, {seeds[0][0].id})
+    assert seeds[0][0].id not in {g.id for g, _, _ in again} and len(again) == 3
+    assert vendor_seeds(CUBE, SPACES, {}, {}, HANDPICKED, 3, set()) == []
+    assert vendor_seeds(CUBE, SPACES, algos, times, HANDPICKED, 0, set()) == []
+
+
+class VendorEvaluator(FakeEvaluator):
+    """The fake evaluator with a cuBLASLt baseline that says what it ran (as a GPU worker's does)."""
+
+    def baselines(self, problem: Problem):
+        bs = super().baselines(problem)
+        bs.algorithms["cublaslt"] = config("72x128", 9)
+        return bs
+
+
+def run(folder: Path, evaluator_cls, **population):
+    pop = {"size": 2, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1, "seed_fraction": 1.0,
+           "screen": 2, "wave_seeds": 0, **population}
+    cfg = parse_campaign(small_config(shapes=["1000x1000x1000"], families=["sm90_cutlass"], population=pop,
+                                      budget={"evaluations_per_shape": 12}), base_dir=folder.parent)
+    create_campaign(cfg, folder)
+    run_campaign(folder, evaluator=evaluator_cls(seed=cfg.seed), progress=SilentProgress())
+    conn = sqlite3.connect(str(folder / "campaign.db"))
+    try:
+        return conn.execute("SELECT operator, genome_id, note FROM proposals WHERE problem=? AND round=0 "
+                            "ORDER BY seq", ("1000x1000x1000",)).fetchall()
+    finally:
+        conn.close()
+
+
+def test_the_first_round_times_the_mirror_on_top_of_the_other_seeds(tmp_path):
+    with_mirror = run(tmp_path / "on", VendorEvaluator)
+    mirrors = [row for row in with_mirror if row[0] == VENDOR_ORIGIN]
+    assert len(mirrors) == 1 and "sm90_cutlass 128x80, cluster 4x2" in mirrors[0][2]
+    without = run(tmp_path / "off", VendorEvaluator, vendor_seeds=0)
+    assert not [row for row in without if row[0] == VENDOR_ORIGIN]
+    assert len(with_mirror) == len(without) + 1            # on top: the screen grows by it
+    # a campaign whose baselines name no algorithm (the simulator's) times none
+    assert not [row for row in run(tmp_path / "sim", FakeEvaluator) if row[0] == VENDOR_ORIGIN]
