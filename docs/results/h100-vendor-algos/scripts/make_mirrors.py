@@ -1,6 +1,6 @@
 """The vendor-mirror genomes (evolution/vendor_seeds.py) of the H100 probe's candidates at the hard shapes:
 heuristic ranks 0 and 1 and the fastest timed (ranked right after rank 0), four a shape, each genome once, its
-reasons in notes.json. usage: make_mirrors.py vendor_algos.json OUT_DIR SHAPE,SHAPE,..."""
+reasons in notes.json. usage: make_mirrors.py vendor_algos.json OUT_DIR SHAPE,SHAPE,... [COUNT a shape, 4]"""
 import json, sys
 from pathlib import Path
 from evolution.vendor_seeds import vendor_seeds
@@ -24,7 +24,8 @@ for shape in shapes:
     us = {f"h100_rank{r['rank']}": float(r["rank"]) for r in chosen}   # heuristic order, not the timing
     if fastest["rank"] > 1:
         us[f"h100_rank{fastest['rank']}"] = 0.5                      # the fastest timed right after rank 0
-    seeds = vendor_seeds(Problem.parse(shape), spaces, algos, us, hp, 4, set())
+    count = int(sys.argv[4]) if len(sys.argv) > 4 else 4
+    seeds = vendor_seeds(Problem.parse(shape), spaces, algos, us, hp, count, set())
     for g, origin, note in seeds:
         allg.setdefault(g.id, (g, []))[1].append(f"{shape}: {note}")
     print(shape, [(g.id[:8], n.split("): ")[1]) for g, _, n in seeds])
