@@ -84,6 +84,6 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     fixed = sp.launch_us + DRAM_LATENCY_US
     return SimBreakdown(total_us=fixed + body + reduction, fixed_us=fixed, compute_us=t_mma, l2_us=t_l2,
                         dram_us=t_dram, reduction_us=reduction, iteration_us=0.0, epilogue_us=0.0,
-                        tiles=row_blocks, ctas=grid, waves=units / grid, stages=stages,
+                        tiles=row_blocks * small_tiles, ctas=grid, waves=units / grid, stages=stages,
                         mode="split_k" if ksplit > 1 else "data_parallel", dram_bytes=dram_bytes,
                         l2_bytes=small_tiles * x_bytes + y_bytes)

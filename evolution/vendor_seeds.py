@@ -10,10 +10,13 @@ other shapes' halls often hold nothing near. A mirror starts the search where th
 then to beat it. No model is involved, and a simulated campaign has no algorithms to mirror.
 
 Reading an algorithm (cublasLt.h): its tile is rows x columns of the column-major C^T it computes, so N x M of
-the problem, and so is its cluster shape. The extent that is a multiple of 64 is the wgmma M of the vendor's kernel:
-along M it maps to a family that tiles (M, N) (tile_m along M), along N to one that tiles (N, M) (`tile_axes`,
-e.g. sm90_swapab). A family takes a pick when its tile values come within `TILE_TOLERANCE` of the vendor's extents
-and it has the vendor's cluster and split-K (or none where the vendor has none).
+the problem, and so is its cluster shape (AUTO, id 0, is read as no cluster: a guess). A family takes a pick when
+its tile values come within `TILE_TOLERANCE` of the vendor's extents along the axes its tile walks (`tile_axes`:
+(M, N) for most, (N, M) for sm90_swapab) and it has exactly the vendor's cluster and split-K (or none where the
+vendor has none). Of the families that take a pick, the one whose tile comes nearest goes first; on a tie, the one
+whose tile M lies along the vendor's wgmma M (its extent that is a multiple of 64, where only one is).
+The other parameters come from the family's hand-picked seed nearest in tile (as a base only: they are seeds'
+files, read whether or not `population.handpicked` puts them in the population).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from evaluator.cublaslt import describe_algo
 from evaluator.cublaslt_enums import CLUSTERS, STAGES, TILES
 from genome import Genome, Problem, SearchSpace
+from genome.space import nearest_choice
 
 VENDOR_ORIGIN = "seed_vendor"   # their origin: the first round takes them on top of the other seeds
 TILE_TOLERANCE = 0.25           # a family's tile extent at most this far (relative) from the vendor's
@@ -48,12 +52,13 @@ class VendorPick:
 
     @classmethod
     def read(cls, baseline: str, config: Mapping[str, int]) -> "VendorPick | None":
-        """The pick of LtPlan.algo_config's ids; None where the tile or cluster id is not a named one."""
-        tile = config.get("tile_id")
-        if not isinstance(tile, int) or not 0 < tile < len(TILES):
+        """The pick of LtPlan.algo_config's ids; None where the tile or cluster id is not a named one (a cluster id
+        not reported: AUTO)."""
+        tile, cluster_id = config.get("tile_id"), config.get("cluster_shape_id", 0)
+        if not isinstance(tile, int) or not 0 < tile < len(TILES) or cluster_id not in CLUSTERS:
             return None
         along_n, along_m = (int(x) for x in TILES[tile].split("x"))
-        cluster = CLUSTERS.get(config.get("cluster_shape_id", 0), "auto")
+        cluster = CLUSTERS[cluster_id]
         cluster_n, cluster_m = (1, 1) if cluster == "auto" else (int(x) for x in cluster.split("x")[:2])
         splitk = max(1, int(config.get("splitk") or 1))
         depth, count = (STAGES.get(config.get("stages_id", 0)) or "0x0").split("x")
@@ -85,12 +90,6 @@ def _along_axes(pick: VendorPick, space: SearchSpace) -> tuple[tuple[int, int], 
     return (tile[axis_m], tile[axis_n]), (cluster[axis_m], cluster[axis_n])
 
 
-def _nearest(choices: Sequence[Any], want: int) -> int:
-    """The numeric choice nearest `want` (the larger on a tie)."""
-    numbers = [c for c in choices if isinstance(c, int) and not isinstance(c, bool)]
-    return min(numbers, key=lambda c: (abs(c - want), -c))
-
-
 def _mirror_params(pick: VendorPick, space: SearchSpace, base: Mapping[str, Any]) -> "dict[str, Any] | None":
     """`base` with the pick's tile, cluster and split-K in `space`'s terms; None where the space cannot hold them."""
     specs = {p.name: p for p in space.params}
@@ -99,7 +98,7 @@ def _mirror_params(pick: VendorPick, space: SearchSpace, base: Mapping[str, Any]
     tiles, clusters = _along_axes(pick, space)
     params = dict(base)
     for name, want in zip(("tile_m", "tile_n"), tiles):
-        got = _nearest(specs[name].choices, want)
+        got = nearest_choice(specs[name], want, larger_on_tie=True)   # a tie: the tile that covers the vendor's
         if abs(got - want) > TILE_TOLERANCE * want:
             return None
         params[name] = got
@@ -113,9 +112,9 @@ def _mirror_params(pick: VendorPick, space: SearchSpace, base: Mapping[str, Any]
         params["stages"] = pick.stages if pick.stages in specs["stages"].choices else 0
     knob = next((k for k in SPLIT_KNOBS if k in specs), None)
     if pick.splitk > 1:
-        if knob is None:
+        if knob is None or pick.splitk not in specs[knob].choices:
             return None
-        params[knob] = _nearest(specs[knob].choices, pick.splitk)
+        params[knob] = pick.splitk
         if knob == "splits":   # CUTLASS's split-K: the stream-K scheduler's split_k decomposition
             decomposition, scheduler = specs.get("decomposition"), specs.get("scheduler")
             if decomposition is None or "split_k" not in decomposition.choices or scheduler is None or \
@@ -139,7 +138,7 @@ def tile_error(pick: VendorPick, space: SearchSpace) -> float:
     specs = {p.name: p for p in space.params}
     if not {"tile_m", "tile_n"} <= set(specs):
         return math.inf
-    return sum(abs(_nearest(specs[name].choices, want) - want) / want
+    return sum(abs(nearest_choice(specs[name], want, larger_on_tie=True) - want) / want
                for name, want in zip(("tile_m", "tile_n"), _along_axes(pick, space)[0]))
 
 
@@ -166,9 +165,7 @@ def _base(space: SearchSpace, handpicked: Sequence[Mapping[str, Any]], pick: Ven
         d = abs(math.log2(tm / want[0])) + abs(math.log2(tn / want[1]))
         if d < best_d:
             best, best_d = genome, d
-    if best is not None:
-        return dict(best.param_dict)
-    return {p.name: p.choices[0] for p in space.params}
+    return dict(best.param_dict) if best is not None else space.default_params()
 
 
 def mirror(pick: VendorPick, space: SearchSpace, problem: Problem, handpicked: Sequence[Mapping[str, Any]],
@@ -183,7 +180,8 @@ def mirror(pick: VendorPick, space: SearchSpace, problem: Problem, handpicked: S
         genome = space.validate(genome, problem)
     except ValueError:
         return None
-    kept = ("tile_m", "tile_n", "cluster_m", "cluster_n") + tuple(k for k in SPLIT_KNOBS if k in params)
+    kept = ("tile_m", "tile_n", "cluster_m", "cluster_n") + tuple(
+        k for k in SPLIT_KNOBS + ("decomposition", "scheduler") if k in params)
     return genome if all(genome.get(k) == params[k] for k in kept) else None
 
 

@@ -291,7 +291,7 @@ class SearchSpace:
             if spec.name not in params:
                 params[spec.name] = spec.choices[0]
             elif params[spec.name] not in spec.choices:
-                params[spec.name] = _nearest(spec, params[spec.name])
+                params[spec.name] = nearest_choice(spec, params[spec.name])
         for _ in range(max_rounds):
             broken = [r for r in self.rules if r.check(params)]
             if not broken:
@@ -400,7 +400,7 @@ class SearchSpace:
     def _adjacent(spec: ParamSpec, value: Any) -> list[Any]:
         choices = list(spec.choices)
         if value not in choices:
-            return [_nearest(spec, value)]
+            return [nearest_choice(spec, value)]
         i = choices.index(value)
         if spec.ordered:
             return [choices[j] for j in (i - 1, i + 1) if 0 <= j < len(choices)]
@@ -426,7 +426,9 @@ class SearchSpace:
         return "\n".join(lines)
 
 
-def _nearest(spec: ParamSpec, value: Any) -> Any:
+def nearest_choice(spec: ParamSpec, value: Any, larger_on_tie: bool = False) -> Any:
+    """The choice of a numeric parameter nearest `value` (the smaller on a tie, or the larger); a parameter or a
+    value that is not numeric: its first choice."""
     if isinstance(value, (int, float)) and all(isinstance(c, (int, float)) for c in spec.choices):
-        return min(spec.choices, key=lambda c: (abs(c - value), c))
+        return min(spec.choices, key=lambda c: (abs(c - value), -c if larger_on_tie else c))
     return spec.choices[0]

@@ -6,8 +6,9 @@ DRAM sees runs of 128 x `pieces` bytes a row; `tile_s` rows of the other operand
 256 rows) come in beside it, a small side above tile_s being a grid of small-side tiles that read the same X rows
 side by side (the second read from L2).
 One producer thread issues the loads; rows / 64 consumer warpgroups multiply with wgmma m64 n{tile_s} k16 straight
-from the swizzled stages. The runtime knob `ksplit` splits K over that many work units of a row block (fp32
-partial sums in the workspace, then a second kernel adds them up), `ctas_per_sm` launches one or two CTAs an SM.
+from the swizzled stages. A work unit is a small-side tile of a row block; the runtime knob `ksplit` splits K over
+that many units of each (fp32 partial sums in the workspace, then a second kernel adds them up), `ctas_per_sm`
+launches one or two CTAs an SM.
 Rules keep the stages within shared memory and two CTAs an SM within its shared memory and registers; shape
 rules ask for a small side of at most 256 rows (the family's domain), K a multiple of 8 (TMA's 16-byte row pitch)
 and at least one stage of k for every split. Measured first as a prototype (docs/results/h200-stream-wgmma/).

@@ -156,3 +156,24 @@ def test_the_model_ranks_the_prototypes_small_side_grid():
             picks.append(meas[pred.index(min(pred))] / min(meas))
     assert len(rhos) == 5
     assert mean(rhos) >= 0.6 and geometric_mean(picks) <= 1.15
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not on PATH")
+def test_the_built_librarys_can_implement_agrees_with_the_shape_rules(tmp_path):
+    """The C ABI's evogemm_can_implement (no GPU needed to ask it) and the space's shape rules draw the same line:
+    a small side up to 256 rows in small-side tiles, K a multiple of 8, a stage of k for every split."""
+    import ctypes
+
+    from evaluator.compile import Compiler
+    genome = SPACE.validate(make(rows=64, tile_s=64, pieces=2, stages=6))
+    built = Compiler.default(tmp_path / "cache").build(genome)
+    assert built.ok, built.reason
+    can = ctypes.CDLL(built.library).evogemm_can_implement
+    can.restype = ctypes.c_int
+    for shape in ("200x4096x4096", "256x4096x4096", "257x4096x4096", "4096x256x1032", "128x4096x4095", "1x2056x1032"):
+        for ksplit in (1, 8):
+            g = genome.with_params(ksplit=ksplit)
+            problem = Problem.parse(shape)
+            knobs = (ctypes.c_int32 * 2)(*FAM.knobs(g.param_dict))
+            assert (can(problem.m, problem.n, problem.k, knobs, 2) == 0) == SPACE.is_valid(g, problem), (shape, ksplit)

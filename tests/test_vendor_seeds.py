@@ -40,8 +40,8 @@ def test_a_pick_reads_the_tile_and_cluster_as_n_by_m_of_the_problem():
     assert pick.what == "tile 72x128, stages 64xAUTO, split-K 1, cluster 2x4x1"
     assert VendorPick.read("x", {"tile_id": 16, "stages_id": 16}).stages == 4       # 64x4
     assert VendorPick.read("x", {"tile_id": 15}).cluster_m == 1                     # no cluster id: auto, none
-    for bad in ({"tile_id": 0}, {"tile_id": 99999}, {}):
-        assert VendorPick.read("x", bad) is None
+    for bad in ({"tile_id": 0}, {"tile_id": 99999}, {}, {"tile_id": 15, "cluster_shape_id": 77}):
+        assert VendorPick.read("x", bad) is None          # ... and a cluster id past the table: no pick, not 1x1
 
 
 def test_picks_come_fastest_baseline_first_each_once():
@@ -88,6 +88,10 @@ def test_split_k_mirrors_as_the_familys_own_split():
     assert mirror(pick, get_space("sm90_lean"), shape, HANDPICKED) is None            # it cannot split K
     unsplit = VendorPick.read("v", config("64x128", cluster_id=3))
     assert mirror(unsplit, get_space("sm90_splitk"), shape, HANDPICKED) is None       # it always splits K
+    # a split the family does not have is no mirror of it (sm90_cutlass has no 5; sm90_splitk has)
+    five = VendorPick.read("v", config("64x128", cluster_id=3, splitk=5))
+    assert mirror(five, get_space("sm90_cutlass"), Problem.parse("512x512x15360"), HANDPICKED) is None
+    assert mirror(five, get_space("sm90_splitk"), Problem.parse("512x512x15360"), HANDPICKED).get("ksplit") == 5
 
 
 def test_vendor_seeds_count_and_skip_what_is_taken():
