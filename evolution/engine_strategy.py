@@ -61,7 +61,8 @@ class StrategyFactory:
             if pop.vendor_seeds and bs is not None and bs.algorithms:
                 out += vendor_seeds(state.problem, spaces, bs.algorithms, _baseline_times(state), self.handpicked,
                                     pop.vendor_seeds, {g.id for g, _, _ in out},
-                                    seed=derive_seed(self.seed, "vendor_seeds", state.name))
+                                    seed=derive_seed(self.seed, "vendor_seeds", state.name),
+                                    price=lazy_model_order(state.problem, plugins.families, self.seed_device))
             return out
 
         parents = cfg.selection.parents

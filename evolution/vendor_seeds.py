@@ -7,7 +7,8 @@ what their algorithm is (`BaselineSet.algorithms`: evaluator.cublaslt.LtPlan.alg
 CUTLASS-like warp-specialised kernel whose tile the vendor fits to the shape and the SM count (72x128 in a 2x4
 cluster at 1000^3, 112x128 in 4x2 at 1280^3: docs/results/h100-vendor-algos), which the hand-picked seeds and
 other shapes' halls often hold nothing near. A mirror starts the search where the vendor stands; the search is
-then to beat it. No model is involved, and a simulated campaign has no algorithms to mirror.
+then to beat it. The tile, cluster and split-K are the vendor's; a model at most chooses the rest (below). A
+simulated campaign has no algorithms to mirror.
 
 Reading an algorithm (cublasLt.h): its tile is rows x columns of the column-major C^T it computes, so N x M of
 the problem, and so is its cluster shape (AUTO, id 0, is read as no cluster: a guess). A family takes a pick when
@@ -15,8 +16,10 @@ its tile values come within `TILE_TOLERANCE` of the vendor's extents along the a
 (M, N) for most, (N, M) for sm90_swapab) and it has exactly the vendor's cluster and split-K (or none where the
 vendor has none). Of the families that take a pick, the one whose tile comes nearest goes first; on a tie, the one
 whose tile M lies along the vendor's wgmma M (its extent that is a multiple of 64, where only one is).
-The other parameters come from the family's hand-picked seed nearest in tile (as a base only: they are seeds'
-files, read whether or not `population.handpicked` puts them in the population).
+The other parameters (schedule, epilogue, ...) come from one of the family's hand-picked seeds: the one that gives
+the mirror its simulator model prices fastest at the shape (a campaign's mirrors), or the nearest in tile (no
+model given). They are a base only: the seeds' files are read whether or not `population.handpicked` puts them in
+the population.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from evaluator.cublaslt import describe_algo
 from evaluator.cublaslt_enums import CLUSTERS, STAGES, TILES
@@ -149,12 +152,12 @@ def wgmma_axis_mismatch(pick: VendorPick, space: SearchSpace) -> bool:
     return tile_m_extent % 64 != 0 and tile_n_extent % 64 == 0
 
 
-def _base(space: SearchSpace, handpicked: Sequence[Mapping[str, Any]], pick: VendorPick) -> dict[str, Any]:
-    """The rest of a mirror's parameters: those of the family's hand-picked seed whose tile is nearest the pick's
-    (log distance; the first such file on ties), else the space's first values."""
+def _bases(space: SearchSpace, handpicked: Sequence[Mapping[str, Any]], pick: VendorPick) -> list[dict[str, Any]]:
+    """Where a mirror's other parameters can come from: the family's hand-picked seeds, the one whose tile is
+    nearest the pick's first (log distance; file order on ties), else the space's first values."""
     want = _along_axes(pick, space)[0]
-    best, best_d = None, math.inf
-    for item in handpicked:
+    ranked = []
+    for index, item in enumerate(handpicked):
         try:
             genome = Genome.from_dict(item["genome"])
         except (KeyError, ValueError, TypeError):
@@ -162,36 +165,44 @@ def _base(space: SearchSpace, handpicked: Sequence[Mapping[str, Any]], pick: Ven
         tm, tn = genome.get("tile_m"), genome.get("tile_n")
         if genome.family != space.family or not isinstance(tm, int) or not isinstance(tn, int):
             continue
-        d = abs(math.log2(tm / want[0])) + abs(math.log2(tn / want[1]))
-        if d < best_d:
-            best, best_d = genome, d
-    return dict(best.param_dict) if best is not None else space.default_params()
+        ranked.append((abs(math.log2(tm / want[0])) + abs(math.log2(tn / want[1])), index, genome))
+    return [dict(g.param_dict) for _, _, g in sorted(ranked, key=lambda t: t[:2])] or [space.default_params()]
 
 
 def mirror(pick: VendorPick, space: SearchSpace, problem: Problem, handpicked: Sequence[Mapping[str, Any]],
-           seed: int = 0) -> "Genome | None":
+           seed: int = 0, price: "Callable[[Genome], float] | None" = None) -> "Genome | None":
     """The genome of `space` that mirrors `pick` at `problem`, valid there, with the pick's tile, cluster and
-    split-K as mirrored (a repair may change other parameters, never those); None where the family cannot."""
-    params = _mirror_params(pick, space, _base(space, handpicked, pick))
-    if params is None:
-        return None
-    try:
-        genome = space.repair(Genome.make(space.family, space.canonical(params)), random.Random(seed))
-        genome = space.validate(genome, problem)
-    except ValueError:
-        return None
-    kept = ("tile_m", "tile_n", "cluster_m", "cluster_n") + tuple(
-        k for k in SPLIT_KNOBS + ("decomposition", "scheduler") if k in params)
-    return genome if all(genome.get(k) == params[k] for k in kept) else None
+    split-K as mirrored (a repair may change other parameters, never those); None where the family cannot. Its
+    other parameters (schedule, epilogue, ...) are those of the nearest hand-picked seed in tile, or with `price`
+    (e.g. the family's simulator model: seeding.model_order) those of whichever hand-picked seed gives the
+    mirror it prices fastest."""
+    made: list[Genome] = []
+    for base in _bases(space, handpicked, pick):
+        params = _mirror_params(pick, space, base)
+        if params is None:
+            return None              # the pick's tile, cluster or split: no base changes that
+        try:
+            genome = space.repair(Genome.make(space.family, space.canonical(params)), random.Random(seed))
+            genome = space.validate(genome, problem)
+        except ValueError:
+            continue
+        kept = ("tile_m", "tile_n", "cluster_m", "cluster_n") + tuple(
+            k for k in SPLIT_KNOBS + ("decomposition", "scheduler") if k in params)
+        if all(genome.get(k) == params[k] for k in kept):
+            if price is None:
+                return genome
+            made.append(genome)
+    return min(made, key=price) if made else None    # min keeps the nearer base on a tie
 
 
 def vendor_seeds(problem: Problem, spaces: Iterable[SearchSpace], algorithms: Mapping[str, Mapping[str, int]],
                  device_us: Mapping[str, float], handpicked: Sequence[Mapping[str, Any]], count: int,
-                 taken: "set[str]", seed: int = 0) -> list[tuple[Genome, str, str]]:
+                 taken: "set[str]", seed: int = 0, price: "Callable[[Genome], float] | None" = None
+                 ) -> list[tuple[Genome, str, str]]:
     """Up to `count` mirrors of the vendor's picks at `problem` as (genome, VENDOR_ORIGIN, note): the fastest
     cuBLASLt baseline's pick first, in each of `spaces` that can hold it, the one whose tile comes nearest first
     (`tile_error`; on ties the one with the vendor's wgmma M along its tile M, `wgmma_axis_mismatch`, then the
-    spaces' order), none in `taken` or twice."""
+    spaces' order), none in `taken` or twice; `price`: see `mirror`."""
     spaces = list(spaces)
     out: list[tuple[Genome, str, str]] = []
     seen = set(taken)
@@ -200,7 +211,7 @@ def vendor_seeds(problem: Problem, spaces: Iterable[SearchSpace], algorithms: Ma
         for space in (spaces[i] for _, _, i in ranked):
             if len(out) == count:
                 return out
-            genome = mirror(pick, space, problem, handpicked, seed)
+            genome = mirror(pick, space, problem, handpicked, seed, price)
             if genome is None or genome.id in seen:
                 continue
             seen.add(genome.id)

@@ -79,6 +79,23 @@ def test_a_mirror_keeps_the_vendors_tile_cluster_and_k_depth_in_the_family_that_
         == ("sm90_swapab", 128, 80, 4, 2)
 
 
+def test_with_a_price_the_rest_of_a_mirror_comes_from_the_base_it_prices_fastest():
+    pick = VendorPick.read("v", config("112x128", cluster_id=7))                 # cluster 4x2x1
+    shape, space = Problem.parse("1280x1280x1280"), get_space("sm90_cutlass")
+    nearest = mirror(pick, space, shape, HANDPICKED)
+    schedules = {}
+    for schedule in ("pingpong", "cooperative"):
+        priced = mirror(pick, space, shape, HANDPICKED,
+                        price=lambda g, s=schedule: 0.0 if g.get("schedule") == s else 1.0)
+        assert priced.get("schedule") == schedule and space.is_valid(priced, shape)
+        assert (priced.get("tile_m"), priced.get("tile_n"), priced.get("cluster_m"), priced.get("cluster_n")) == \
+            (128, 112, 2, 4)
+        schedules[schedule] = priced.id
+    assert nearest.id in schedules.values() and len(set(schedules.values())) == 2
+    # a flat price keeps the nearest base, as no price does
+    assert mirror(pick, space, shape, HANDPICKED, price=lambda g: 1.0).id == nearest.id
+
+
 def test_split_k_mirrors_as_the_familys_own_split():
     pick = VendorPick.read("v", config("64x128", cluster_id=3, splitk=4))      # cluster 2x1x1
     shape = Problem.parse("512x512x16384")

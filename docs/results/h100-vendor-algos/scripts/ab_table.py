@@ -1,8 +1,12 @@
-"""The A/B of h100-s48/ab/bench.json: per shape, the best vendor baseline against the shape's own two campaign
-mirrors (campaign-mirror-notes.json), its own two recorded best kernels (ref-notes.json), and the better of the two.
-Reads JSON, measures nothing. usage: python ab_table.py > ../ab.md"""
+"""An A/B table of a bench: per shape, the best vendor baseline against the best of each column's kernels, those a
+notes file names for the shape, and the better of the last two columns. Reads JSON, measures nothing.
+
+    python ab_table.py h100-s48/ab/bench.json "its two mirrors=campaign-mirror-notes.json" \
+        "its two recorded best=ref-notes.json" > ../ab.md
+(paths relative to docs/results/h100-vendor-algos)"""
 import json
 import math
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
@@ -22,22 +26,22 @@ def geomean(values):
 
 
 def main() -> None:
-    bench = json.loads((HERE / "h100-s48/ab/bench.json").read_text())
-    mirrors, refs = owners("campaign-mirror-notes.json"), owners("ref-notes.json")
-    print("| shape | best vendor (us) | its two mirrors | its two recorded best | the better of the four |")
-    print("|---|---|---|---|---|")
-    cols = ([], [], [])
+    bench = json.loads((HERE / sys.argv[1]).read_text())
+    columns = [(label, owners(notes)) for label, notes in (arg.split("=") for arg in sys.argv[2:])]
+    print("| shape | best vendor (us) | " + " | ".join(label for label, _ in columns) + " | the better of the last two |")
+    print("|---|---|" + "---|" * (len(columns) + 1))
+    cols: list[list[float]] = [[] for _ in range(len(columns) + 1)]
     for shape in bench["shapes"]:
         vendor = min(b["median_us"] for b in shape["baselines"]["device"].values() if b)
         times = {k["genome"]["id"][:8]: k["measurement"]["device"]["median_us"] for k in shape["kernels"]
                  if k["measurement"].get("status") == "ok"}
         p = shape["problem"]
-        m = vendor / min(times[i] for i in mirrors[p])
-        r = vendor / min(times[i] for i in refs[p])
-        for col, v in zip(cols, (m, r, max(m, r))):
+        row = [vendor / min(times[i] for i in ids[p]) for _, ids in columns]
+        row.append(max(row[-2:]))
+        for col, v in zip(cols, row):
             col.append(v)
-        print(f"| {p} | {vendor:.2f} | {m:.3f} | {r:.3f} | {max(m, r):.3f} |")
-    print(f"| geomean | | {geomean(cols[0]):.3f} | {geomean(cols[1]):.3f} | {geomean(cols[2]):.3f} |")
+        print(f"| {p} | {vendor:.2f} | " + " | ".join(f"{v:.3f}" for v in row) + " |")
+    print("| geomean | | " + " | ".join(f"{geomean(c):.3f}" for c in cols) + " |")
 
 
 if __name__ == "__main__":
