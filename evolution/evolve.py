@@ -181,13 +181,13 @@ class EvolutionStrategy(OperatorCalls):
         pop = cfg.population
         initial = pop.size * max(pop.islands, len(ctx.spaces)) + pop.screen
         seeds = ctx.seeds(int(math.floor(pop.seed_fraction * initial)))
-        waves = sum(1 for s in seeds if s[1] in PINNED_ORIGINS)   # one-wave and vendor-mirror seeds: the screen
+        pinned = sum(1 for s in seeds if s[1] in PINNED_ORIGINS)   # one-wave and vendor-mirror seeds: the screen
         # grows by these
         return cls(ctx.problem, ctx.spaces, operators, policy, random.Random(ctx.seed), size=pop.size,
                    islands=pop.islands, offspring=pop.offspring_per_island, elite=pop.elite,
                    tournament=pop.tournament, migration_interval=pop.migration_interval,
                    migration_size=pop.migration_size, seed_fraction=pop.seed_fraction, seeds=seeds,
-                   screen=pop.screen + waves, best_vendor_us=ctx.best_vendor_us,
+                   screen=pop.screen + pinned, best_vendor_us=ctx.best_vendor_us,
                    failure_reward=cfg.selection.failure_reward,
                    reward=cfg.selection.reward, parent_selection=ctx.parent_selection(), render=ctx.render,
                    llm=getattr(ctx, "llm", None), executor=getattr(ctx, "executor", None),

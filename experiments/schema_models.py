@@ -99,8 +99,10 @@ class Population(Strict):
         2, ge=0, le=16, description="vendor-mirror seeds also timed in a shape's first round (evolution strategy, GPU "
         "campaigns): genomes of the campaign's families with the CTA tile, tile K, cluster and split-K of the "
         "algorithm the fastest cuBLASLt baseline ran at the shape, as it reported it (evolution/vendor_seeds.py), "
-        "the family whose tile comes nearest first; they count as evaluations (0: none). A simulated campaign has "
-        "no vendor algorithm to mirror and times none")
+        "the family whose tile comes nearest first, their other parameters from the hand-picked seed that gives the "
+        "mirror the family's model prices fastest; they count as evaluations (0: none). A simulated campaign has no "
+        "vendor algorithm to mirror and times none. On an H100 two of them reached 0.930x the vendor at ten hard "
+        "shapes against 0.950x for the best kernels recorded there (docs/results/h100-vendor-algos)")
     max_stall_rounds: int = Field(10, ge=1, description="stop a shape after this many rounds without a new genome")
     shapes_in_flight: int = Field(
         1, ge=1, le=256, description="shapes searched at once: shape i starts once every shape up to i - "
