@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from engine_helpers import FakeEvaluator, small_config
+from evaluator.cublaslt_enums import TILES
 from evolution.seeding import load_handpicked
 from evolution.vendor_seeds import (VENDOR_ORIGIN, VendorPick, mirror, tile_error, vendor_picks, vendor_seeds,
                                     wgmma_axis_mismatch)
@@ -24,7 +25,6 @@ CUBE = Problem.parse("1000x1000x1000")
 
 
 def tile_id(name: str) -> int:
-    from evaluator.cublaslt_enums import TILES
     return TILES.index(name)
 
 

@@ -28,7 +28,8 @@ def geomean(values):
 def main() -> None:
     bench = json.loads((HERE / sys.argv[1]).read_text())
     columns = [(label, owners(notes)) for label, notes in (arg.split("=") for arg in sys.argv[2:])]
-    print("| shape | best vendor (us) | " + " | ".join(label for label, _ in columns) + " | the better of the last two |")
+    labels = " | ".join(label for label, _ in columns)
+    print(f"| shape | best vendor (us) | {labels} | the better of the last two |")
     print("|---|---|" + "---|" * (len(columns) + 1))
     cols: list[list[float]] = [[] for _ in range(len(columns) + 1)]
     for shape in bench["shapes"]:
