@@ -21,7 +21,7 @@
     wave_seeds.py   one-wave seeds: the tiles whose grid fills the most SMs in one wave (sm90_lean, then
                     sm90_cutlass cooperative)
     vendor_seeds.py vendor-mirror seeds: the tile, cluster and split-K of the algorithm cuBLASLt ran at the
-                    shape, in the campaign's families
+                    shape, in the campaign's families (and a full-wave mirror's twin without the cluster)
     db.py           the SQLite (WAL) campaign database (its tables: db_schema.py)
     rng.py          seeds derived from the campaign seed
 """

@@ -4,7 +4,8 @@ campaign was created.
 A campaign records the space revision it was created at (`genome.SPACE_REVISION`, meta key
 `space_revision`); a parameter added to a family since stays pinned to its default in it
 (`SearchSpace.as_of`), so its random draws, and its resume by replay, are those of the older code. It
-records the seed model's revision the same way (`seed_model_revision`, `seed_model_device`).
+records the seed model's revision the same way (`seed_model_revision`, `seed_model_device`), and the revision of
+its vendor mirrors (`vendor_mirrors_revision`: evolution/vendor_seeds.py).
 """
 
 from __future__ import annotations
@@ -33,10 +34,23 @@ META_KEY = "space_revision"
 SEED_MODEL_KEY = "seed_model_revision"
 SEED_MODEL_REVISION = 5
 
+# What a campaign's vendor mirrors (population.vendor_seeds) are. A campaign that recorded none was created at 1.
+# 1: session 48's mirrors (evolution/vendor_seeds.py).
+# 2: a tile the family holds only with the cooperative schedule split along N (tile M 192, 320, 448: the vendor's
+# 320x128 at 8192^3) is mirrored so instead of dropped (not yet timed); a mirror with a cluster and a wave or more
+# of work tiles is followed by its twin without the cluster (session 49, measured: docs/results/mirror-bases).
+VENDOR_MIRRORS_KEY = "vendor_mirrors_revision"
+VENDOR_MIRRORS_REVISION = 2
+
 
 def creation_record() -> dict[str, int]:
     """What a new campaign records of its spaces and of the model that orders its seeds (into its meta)."""
-    return {META_KEY: SPACE_REVISION, SEED_MODEL_KEY: SEED_MODEL_REVISION}
+    return {META_KEY: SPACE_REVISION, SEED_MODEL_KEY: SEED_MODEL_REVISION, VENDOR_MIRRORS_KEY: VENDOR_MIRRORS_REVISION}
+
+
+def vendor_mirrors_revision(db: CampaignDB) -> int:
+    """The revision of the vendor mirrors the campaign was created with (1 where it recorded none)."""
+    return int(db.get_meta(VENDOR_MIRRORS_KEY) or 1)
 
 
 def seed_model_device(db: CampaignDB) -> Any:

@@ -42,7 +42,7 @@ from typing import Any, Callable, Sequence
 from evaluator.api import Evaluator
 from genome import Genome, Offspring, Problem, SearchSpace
 
-from .campaign_spaces import campaign_spaces, seed_model_device
+from .campaign_spaces import campaign_spaces, seed_model_device, vendor_mirrors_revision
 from .budget import Grants, NoGrants, allocation, next_size
 from .campaign_evaluator import make_campaign_evaluator
 from .db import CampaignDB
@@ -109,6 +109,7 @@ class Engine(StrategyFactory, EngineViews):
         # each family once, in order, as the campaign was created: parameters added since stay pinned
         self.spaces: list[SearchSpace] = campaign_spaces(db, families.values())
         self.seed_device = seed_model_device(db)   # the simulated H200 that orders its seeds, as created
+        self.vendor_revision = vendor_mirrors_revision(db)   # what its vendor mirrors are, as created
         self.warm_state = db.get_meta("warm_start_policy")
         self.handpicked = db.get_meta("handpicked", [])
         self.seed_pool = db.get_meta("seed_pool", {})

@@ -62,7 +62,8 @@ class StrategyFactory:
                 out += vendor_seeds(state.problem, spaces, bs.algorithms, _baseline_times(state), self.handpicked,
                                     pop.vendor_seeds, {g.id for g, _, _ in out},
                                     seed=derive_seed(self.seed, "vendor_seeds", state.name),
-                                    price=lazy_model_order(state.problem, plugins.families, self.seed_device))
+                                    price=lazy_model_order(state.problem, plugins.families, self.seed_device),
+                                    revision=self.vendor_revision, n_sms=self.seed_device.n_sms)
             return out
 
         parents = cfg.selection.parents

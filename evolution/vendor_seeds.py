@@ -20,6 +20,19 @@ The other parameters (schedule, epilogue, ...) come from one of the family's han
 the mirror its simulator model prices fastest at the shape (a campaign's mirrors), or the nearest in tile (no
 model given). They are a base only: the seeds' files are read whether or not `population.handpicked` puts them in
 the population.
+
+Since revision 2 (a campaign's `vendor_mirrors_revision`, evolution/campaign_spaces.py; session 49):
+- a tile a family's rules hold only with the cooperative schedule split along N (the rule `tile-m-wg-split`:
+  sm90_cutlass's tile M of 192, 320 or 448, so sm90_swapab's 320 along N for the vendor's 320x128 at 8192^3) is
+  mirrored with that schedule (`WIDE_TILE_SETTINGS`) where the base's own schedule cannot hold it; before, the
+  repair shrank the tile and the family took no mirror. Not yet timed: such mirrors pass the space's rules;
+- a mirror with a cluster whose grid has at least a wave of work tiles (`grid_ctas`, against the seed device's SM
+  count) is followed by its twin without the cluster (`unclustered_twin`), within the count: it takes the place of
+  the next mirror (another family's, which never beat the first in the measurement below). Measured with the
+  H100's vendor picks on an H200 (docs/results/mirror-bases): the twin was the faster at the three shapes whose
+  grid was two or more waves (8192x8192x1024 +3.4%, 4096x1024x1024 +2.3%, 2048^3 +0.5%) and at 3072x1024x2048,
+  0.97 of a wave (+0.5%, no twin by this rule); it tied at 256x12288x4096 (0.97) and lost under that (1000^3
+  -20%, 768^3 -3%, 1280^3 -2%).
 """
 
 from __future__ import annotations
@@ -34,9 +47,16 @@ from evaluator.cublaslt_enums import CLUSTERS, STAGES, TILES
 from genome import Genome, Problem, SearchSpace
 from genome.space import nearest_choice
 
+from .campaign_spaces import VENDOR_MIRRORS_REVISION
+
 VENDOR_ORIGIN = "seed_vendor"   # their origin: the first round takes them on top of the other seeds
 TILE_TOLERANCE = 0.25           # a family's tile extent at most this far (relative) from the vendor's
 SPLIT_KNOBS = ("ksplit", "splits")   # the split-K parameters of the families, the first one a space has wins
+# how a family holds a tile M of 192, 320 or 448 (sm90_cutlass_space's rule WIDE_TILE_RULE): tried where a base's own
+# schedule cannot (revision 2)
+WIDE_TILE_SETTINGS = {"schedule": "cooperative", "wg_split": "n"}
+WIDE_TILE_RULE = "tile-m-wg-split"
+TILE_KEYS = ("tile_m", "tile_n", "cluster_m", "cluster_n")
 
 
 @dataclass(frozen=True)
@@ -169,55 +189,114 @@ def _bases(space: SearchSpace, handpicked: Sequence[Mapping[str, Any]], pick: Ve
     return [dict(g.param_dict) for _, _, g in sorted(ranked, key=lambda t: t[:2])] or [space.default_params()]
 
 
+def _attempts(params: dict[str, Any], space: SearchSpace, revision: int) -> list[dict[str, Any]]:
+    """The mirror's parameters as they are, and since revision 2 also with `WIDE_TILE_SETTINGS` where the space's
+    rule `WIDE_TILE_RULE` refuses them (a tile M the base's schedule cannot hold) and the space has those
+    settings."""
+    out = [params]
+    specs = {p.name: p for p in space.params}
+    wide = next((r for r in space.rules if r.name == WIDE_TILE_RULE), None)
+    if revision >= 2 and wide is not None and wide.check(params) is not None and \
+            all(k in specs and v in specs[k].choices for k, v in WIDE_TILE_SETTINGS.items()):
+        out.append({**params, **WIDE_TILE_SETTINGS})
+    return out
+
+
+def _valid_keeping(params: Mapping[str, Any], kept: Sequence[str], space: SearchSpace, problem: Problem,
+                   seed: int) -> "Genome | None":
+    """The genome of `params` repaired and valid at `problem`, None where it is not or the repair changed any of
+    `kept`."""
+    try:
+        genome = space.repair(Genome.make(space.family, space.canonical(dict(params))), random.Random(seed))
+        genome = space.validate(genome, problem)
+    except ValueError:
+        return None
+    return genome if all(genome.get(k) == params[k] for k in kept) else None
+
+
+def _kept(params: Mapping[str, Any]) -> tuple[str, ...]:
+    """What a mirror keeps of the vendor's: tile, cluster, and the split-K parameters it set."""
+    return TILE_KEYS + tuple(k for k in SPLIT_KNOBS + ("decomposition", "scheduler") if k in params)
+
+
 def mirror(pick: VendorPick, space: SearchSpace, problem: Problem, handpicked: Sequence[Mapping[str, Any]],
-           seed: int = 0, price: "Callable[[Genome], float] | None" = None) -> "Genome | None":
+           seed: int = 0, price: "Callable[[Genome], float] | None" = None,
+           revision: int = VENDOR_MIRRORS_REVISION) -> "Genome | None":
     """The genome of `space` that mirrors `pick` at `problem`, valid there, with the pick's tile, cluster and
     split-K as mirrored (a repair may change other parameters, never those); None where the family cannot. Its
     other parameters (schedule, epilogue, ...) are those of the nearest hand-picked seed in tile, or with `price`
     (e.g. the family's simulator model: seeding.model_order) those of whichever hand-picked seed gives the
-    mirror it prices fastest."""
+    mirror it prices fastest. `revision`: the campaign's (module docstring)."""
     made: list[Genome] = []
     for base in _bases(space, handpicked, pick):
         params = _mirror_params(pick, space, base)
         if params is None:
             return None              # the pick's tile, cluster or split: no base changes that
-        try:
-            genome = space.repair(Genome.make(space.family, space.canonical(params)), random.Random(seed))
-            genome = space.validate(genome, problem)
-        except ValueError:
-            continue
-        kept = ("tile_m", "tile_n", "cluster_m", "cluster_n") + tuple(
-            k for k in SPLIT_KNOBS + ("decomposition", "scheduler") if k in params)
-        if all(genome.get(k) == params[k] for k in kept):
+        for attempt in _attempts(params, space, revision):
+            genome = _valid_keeping(attempt, _kept(attempt), space, problem, seed)
+            if genome is None:
+                continue
             if price is None:
                 return genome
             made.append(genome)
+            break
     return min(made, key=price) if made else None    # min keeps the nearer base on a tie
+
+
+def grid_ctas(genome: Genome, space: SearchSpace, problem: Problem) -> int:
+    """The work tiles of a mirror at `problem` (a genome with tile_m and tile_n): its tiles along the axes its tile
+    walks, times its split of K. A persistent kernel launches at most the SMs' worth of CTAs for them; clusters'
+    rounding is left out."""
+    extent = {"m": problem.m, "n": problem.n}
+    axis_m, axis_n = space.tile_axes
+    tiles = math.ceil(extent[axis_m] / genome.get("tile_m")) * math.ceil(extent[axis_n] / genome.get("tile_n"))
+    split = next((int(genome.get(k)) for k in SPLIT_KNOBS if genome.get(k) is not None), 1)
+    return tiles * max(1, split)
+
+
+def unclustered_twin(genome: Genome, space: SearchSpace, problem: Problem, n_sms: int,
+                     seed: int = 0) -> "Genome | None":
+    """`genome` (a mirror) with a 1x1 cluster where it has a larger one and at least `n_sms` work tiles (a wave;
+    `grid_ctas`), valid at `problem` with the same tile and split; else None."""
+    if genome.get("cluster_m", 1) * genome.get("cluster_n", 1) == 1 or grid_ctas(genome, space, problem) < n_sms:
+        return None
+    params = {**genome.param_dict, "cluster_m": 1, "cluster_n": 1}
+    return _valid_keeping(params, _kept(params), space, problem, seed)
 
 
 def vendor_seeds(problem: Problem, spaces: Iterable[SearchSpace], algorithms: Mapping[str, Mapping[str, int]],
                  device_us: Mapping[str, float], handpicked: Sequence[Mapping[str, Any]], count: int,
-                 taken: "set[str]", seed: int = 0, price: "Callable[[Genome], float] | None" = None
-                 ) -> list[tuple[Genome, str, str]]:
+                 taken: "set[str]", seed: int = 0, price: "Callable[[Genome], float] | None" = None,
+                 revision: int = VENDOR_MIRRORS_REVISION, n_sms: int = 132) -> list[tuple[Genome, str, str]]:
     """Up to `count` mirrors of the vendor's picks at `problem` as (genome, VENDOR_ORIGIN, note): the fastest
     cuBLASLt baseline's pick first, in each of `spaces` that can hold it, the one whose tile comes nearest first
     (`tile_error`; on ties the one with the vendor's wgmma M along its tile M, `wgmma_axis_mismatch`, then the
-    spaces' order), none in `taken` or twice; `price`: see `mirror`."""
+    spaces' order), since revision 2 each followed by its `unclustered_twin` on a device of `n_sms` SMs (a
+    campaign's seed device: the simulated H200's 132, as for its one-wave seeds), none in `taken` or twice;
+    `price`: see `mirror`."""
     spaces = list(spaces)
     out: list[tuple[Genome, str, str]] = []
     seen = set(taken)
+
+    def add(genome: Genome, note: str) -> None:
+        seen.add(genome.id)
+        out.append((genome, VENDOR_ORIGIN, note))
+
     for pick in vendor_picks(algorithms, device_us):
         ranked = sorted((tile_error(pick, sp), wgmma_axis_mismatch(pick, sp), i) for i, sp in enumerate(spaces))
         for space in (spaces[i] for _, _, i in ranked):
-            if len(out) == count:
-                return out
-            genome = mirror(pick, space, problem, handpicked, seed, price)
+            if len(out) >= count:
+                return out[:count]
+            genome = mirror(pick, space, problem, handpicked, seed, price, revision)
             if genome is None or genome.id in seen:
                 continue
-            seen.add(genome.id)
-            out.append((genome, VENDOR_ORIGIN,
-                        f"mirrors {pick.baseline}'s algorithm ({pick.what}): {space.family} "
-                        f"{genome.get('tile_m')}x{genome.get('tile_n')}, cluster "
-                        f"{genome.get('cluster_m')}x{genome.get('cluster_n')}"
-                        + (f", split-K {pick.splitk}" if pick.splitk > 1 else "")))
-    return out
+            what = f"mirrors {pick.baseline}'s algorithm ({pick.what}): {space.family} " \
+                   f"{genome.get('tile_m')}x{genome.get('tile_n')}"
+            split = f", split-K {pick.splitk}" if pick.splitk > 1 else ""
+            add(genome, f"{what}, cluster {genome.get('cluster_m')}x{genome.get('cluster_n')}{split}")
+            twin = unclustered_twin(genome, space, problem, n_sms, seed) if revision >= 2 else None
+            if twin is not None and twin.id not in seen:
+                add(twin, f"{what}, cluster 1x1 for the mirror's {genome.get('cluster_m')}x"
+                          f"{genome.get('cluster_n')}{split}: {grid_ctas(twin, space, problem)} work tiles, at "
+                          f"least a wave of {n_sms} SMs")
+    return out[:count]

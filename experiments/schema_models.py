@@ -102,7 +102,9 @@ class Population(Strict):
         "the family whose tile comes nearest first, their other parameters from the hand-picked seed that gives the "
         "mirror the family's model prices fastest; they count as evaluations (0: none). A simulated campaign has no "
         "vendor algorithm to mirror and times none. On an H100 two of them reached 0.930x the vendor at ten hard "
-        "shapes against 0.950x for the best kernels recorded there (docs/results/h100-vendor-algos)")
+        "shapes against 0.950x for the best kernels recorded there (docs/results/h100-vendor-algos). A mirror with a "
+        "cluster and a wave or more of work tiles is followed by its twin without the cluster, within the count: it "
+        "takes the place of the next family's mirror (docs/results/mirror-bases)")
     max_stall_rounds: int = Field(10, ge=1, description="stop a shape after this many rounds without a new genome")
     shapes_in_flight: int = Field(
         1, ge=1, le=256, description="shapes searched at once: shape i starts once every shape up to i - "

@@ -9,8 +9,10 @@ from pathlib import Path
 from engine_helpers import FakeEvaluator, small_config
 from evaluator.cublaslt_enums import TILES
 from evolution.seeding import load_handpicked
-from evolution.vendor_seeds import (VENDOR_ORIGIN, VendorPick, mirror, tile_error, vendor_picks, vendor_seeds,
-                                    wgmma_axis_mismatch)
+from evolution.campaign_spaces import VENDOR_MIRRORS_KEY, VENDOR_MIRRORS_REVISION, vendor_mirrors_revision
+from evolution.db import CampaignDB
+from evolution.vendor_seeds import (VENDOR_ORIGIN, VendorPick, grid_ctas, mirror, tile_error, unclustered_twin,
+                                    vendor_picks, vendor_seeds, wgmma_axis_mismatch)
 from experiments.campaign import create_campaign, run_campaign
 from experiments.progress import SilentProgress
 from experiments.schema import parse_campaign
@@ -124,26 +126,99 @@ def test_vendor_seeds_count_and_skip_what_is_taken():
     assert vendor_seeds(CUBE, SPACES, algos, times, HANDPICKED, 0, set()) == []
 
 
+def test_a_tile_held_only_with_the_cooperative_split_along_n_is_mirrored_so_since_revision_2():
+    """The vendor's 320x128 (N x M) at 8192^3 is sm90_swapab's tile M 320, which its rules allow only with the
+    cooperative schedule split along N: revision 1's repair shrank it, so sm90_cutlass's 128x256 (20% off) came
+    first; revision 2 mirrors the exact tile."""
+    big = VendorPick.read("v", config("320x128", cluster_id=5))                  # cluster 1x2x1
+    shape, swapab = Problem.parse("8192x8192x8192"), get_space("sm90_swapab")
+    assert mirror(big, swapab, shape, HANDPICKED, revision=1) is None
+    wide = mirror(big, swapab, shape, HANDPICKED)
+    assert (wide.get("tile_m"), wide.get("tile_n"), wide.get("cluster_m"), wide.get("cluster_n")) == (320, 128, 1, 2)
+    assert (wide.get("schedule"), wide.get("wg_split")) == ("cooperative", "n") and swapab.is_valid(wide, shape)
+    algos, times = {"a": config("320x128", 5)}, {"a": 1600.0}
+    old = vendor_seeds(shape, SPACES, algos, times, HANDPICKED, 1, set(), revision=1)[0][0]
+    assert (old.family, old.get("tile_m"), old.get("tile_n")) == ("sm90_cutlass", 128, 256)
+    new = vendor_seeds(shape, SPACES, algos, times, HANDPICKED, 1, set())[0][0]
+    assert new.id == wide.id
+    # a tile the base's own schedule holds keeps the base's schedule (the first attempt)
+    assert mirror(VendorPick.read("v", config("128x128", 5)), get_space("sm90_cutlass"), shape,
+                  HANDPICKED).get("wg_split") != "n"
+
+
+def test_a_grid_counts_tiles_along_the_axes_the_family_walks_and_its_split():
+    swapped, wide = get_space("sm90_swapab"), Problem.parse("1100x4096x1024")
+    g = mirror(VendorPick.read("v", config("256x128", cluster_id=5)), swapped, wide, HANDPICKED)   # N x M
+    assert (g.get("tile_m"), g.get("tile_n")) == (256, 128)       # tile M along N (4096), tile N along M (1100)
+    assert grid_ctas(g, swapped, wide) == 16 * 9                  # not 5 * 32, the axes the other way round
+    split = Problem.parse("512x512x16384")
+    for family, knob in (("sm90_splitk", "ksplit"), ("sm90_cutlass", "splits")):
+        k = mirror(VendorPick.read("v", config("64x128", cluster_id=3, splitk=4)), get_space(family), split,
+                   HANDPICKED)
+        assert k.get(knob) == 4 and (k.get("tile_m"), k.get("tile_n")) == (128, 64)
+        assert grid_ctas(k, get_space(family), split) == 4 * 8 * 4
+
+
+def test_a_mirror_whose_grid_fills_a_wave_is_followed_by_its_twin_without_the_cluster():
+    pick = VendorPick.read("v", config("176x128", cluster_id=5))                 # 176 along N, cluster 1x2x1
+    shape, space = Problem.parse("8192x8192x1024"), get_space("sm90_cutlass")
+    clustered = mirror(pick, space, shape, HANDPICKED)
+    assert (clustered.get("tile_m"), clustered.get("tile_n"), clustered.get("cluster_m"), clustered.get("cluster_n")) \
+        == (128, 176, 2, 1)
+    assert grid_ctas(clustered, space, shape) == 64 * 47
+    twin = unclustered_twin(clustered, space, shape, 132)
+    assert (twin.get("tile_m"), twin.get("tile_n"), twin.get("cluster_m"), twin.get("cluster_n")) == (128, 176, 1, 1)
+    assert {k: v for k, v in twin.param_dict.items() if not k.startswith("cluster")} == \
+        {k: v for k, v in clustered.param_dict.items() if not k.startswith("cluster")} and space.is_valid(twin, shape)
+    assert unclustered_twin(clustered, space, shape, 64 * 47 + 1) is None        # under a wave: none
+    assert unclustered_twin(twin, space, shape, 132) is None                      # no cluster to drop
+    algos, times = {"a": config("176x128", 5)}, {"a": 190.0}
+    seeds = vendor_seeds(shape, SPACES, algos, times, HANDPICKED, 2, set())
+    assert [g.id for g, _, _ in seeds] == [clustered.id, twin.id]
+    assert "cluster 1x1 for the mirror's 2x1: 3008 work tiles, at least a wave of 132 SMs" in seeds[1][2]
+    assert twin.id not in {g.id for g, _, _ in vendor_seeds(shape, SPACES, algos, times, HANDPICKED, 2, set(),
+                                                               revision=1)}
+    assert unclustered_twin(clustered, space, shape, 64 * 47).id == twin.id       # exactly a wave: a twin
+    # 1000^3: the vendor's 72x128 in 2x4 is 104 CTAs of 132 SMs, the cluster stays (its twin measured 20% slower)
+    cube = vendor_seeds(CUBE, SPACES, {"a": config("72x128", 9)}, {"a": 7.3}, HANDPICKED, 3, set())
+    assert all(g.get("cluster_m") * g.get("cluster_n") == 8 for g, _, _ in cube)
+
+
 class VendorEvaluator(FakeEvaluator):
     """The fake evaluator with a cuBLASLt baseline that says what it ran (as a GPU worker's does)."""
 
+    algorithm = config("72x128", 9)
+
     def baselines(self, problem: Problem):
         bs = super().baselines(problem)
-        bs.algorithms["cublaslt"] = config("72x128", 9)
+        bs.algorithms["cublaslt"] = self.algorithm
         return bs
 
 
-def run(folder: Path, evaluator_cls, **population):
+class WaveVendorEvaluator(VendorEvaluator):
+    algorithm = config("128x128", 3)                                             # cluster 2x1x1
+
+
+def run(folder: Path, evaluator_cls, shape: str = "1000x1000x1000", revision: "int | None" = None, **population):
+    """The first round's proposals of a one-shape sm90_cutlass campaign (`revision`: its vendor mirrors' as
+    recorded at creation; None: as a new campaign records)."""
     pop = {"size": 2, "islands": 1, "offspring": 2, "elite": 1, "migration_size": 1, "seed_fraction": 1.0,
            "screen": 2, "wave_seeds": 0, **population}
-    cfg = parse_campaign(small_config(shapes=["1000x1000x1000"], families=["sm90_cutlass"], population=pop,
+    cfg = parse_campaign(small_config(shapes=[shape], families=["sm90_cutlass"], population=pop,
                                       budget={"evaluations_per_shape": 12}), base_dir=folder.parent)
     create_campaign(cfg, folder)
+    db = CampaignDB(folder / "campaign.db")
+    try:
+        assert vendor_mirrors_revision(db) == VENDOR_MIRRORS_REVISION
+        if revision is not None:
+            db.set_meta({VENDOR_MIRRORS_KEY: revision})
+    finally:
+        db.close()
     run_campaign(folder, evaluator=evaluator_cls(seed=cfg.seed), progress=SilentProgress())
     conn = sqlite3.connect(str(folder / "campaign.db"))
     try:
         return conn.execute("SELECT operator, genome_id, note FROM proposals WHERE problem=? AND round=0 "
-                            "ORDER BY seq", ("1000x1000x1000",)).fetchall()
+                            "ORDER BY seq", (shape,)).fetchall()
     finally:
         conn.close()
 
@@ -157,3 +232,20 @@ def test_the_first_round_times_the_mirror_on_top_of_the_other_seeds(tmp_path):
     assert len(with_mirror) == len(without) + 1            # on top: the screen grows by it
     # a campaign whose baselines name no algorithm (the simulator's) times none
     assert not [row for row in run(tmp_path / "sim", FakeEvaluator) if row[0] == VENDOR_ORIGIN]
+
+
+def test_a_campaign_times_the_unclustered_twin_only_at_the_mirrors_revision_it_was_created_with(tmp_path):
+    """4096x1024x1024: the vendor's 128x128 in a 2x1 cluster is 256 CTAs, two waves; a new campaign (revision 2)
+    times the mirror and its twin without the cluster, one created at revision 1 (recorded none) the mirror
+    alone, as it did when it ran, so its resume replays."""
+    shape = "4096x1024x1024"
+    new = [row for row in run(tmp_path / "new", WaveVendorEvaluator, shape) if row[0] == VENDOR_ORIGIN]
+    assert len(new) == 2 and "cluster 1x2" in new[0][2] and "cluster 1x1 for the mirror's 1x2" in new[1][2]
+    old = [row for row in run(tmp_path / "old", WaveVendorEvaluator, shape, revision=1) if row[0] == VENDOR_ORIGIN]
+    assert [row[1] for row in old] == [new[0][1]]
+    db = CampaignDB(tmp_path / "old" / "campaign.db")
+    try:
+        db.conn.execute("DELETE FROM meta WHERE key=?", (VENDOR_MIRRORS_KEY,))
+        assert vendor_mirrors_revision(db) == 1                    # a campaign of before the record
+    finally:
+        db.close()

@@ -23,7 +23,7 @@ for shape in bench["shapes"]:
     bs, problem = shape["baselines"], Problem.parse(shape["problem"])
     times = {n: v["median_us"] for n, v in bs["device"].items() if v and v.get("median_us")}
     seeds = vendor_seeds(problem, spaces, bs.get("algorithms", {}), times, bases, 2, set(),
-                         price=model_order(problem, device=device))
+                         price=model_order(problem, device=device), revision=1)   # session 48's mirrors
     for g, _, note in seeds:
         pick(picked, g, f"{shape['problem']}: {note}")
     print(shape["problem"], [(g.id[:8], n.split("): ")[1], g.get("schedule")) for g, _, n in seeds])
