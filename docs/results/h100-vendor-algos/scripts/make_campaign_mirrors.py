@@ -8,11 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from genome_files import pick, spaces_and_bases, write_genomes
-
-from evolution.seeding import model_order
-from evolution.vendor_seeds import vendor_seeds
-from genome import Problem
+from genome_files import campaign_seeds, pick, spaces_and_bases, write_genomes
 
 spaces, bases = spaces_and_bases()
 bench = json.load(open(sys.argv[1]))
@@ -20,10 +16,7 @@ out = Path(sys.argv[2])
 device = sys.argv[3] if len(sys.argv) > 3 else "h200"
 picked = {}
 for shape in bench["shapes"]:
-    bs, problem = shape["baselines"], Problem.parse(shape["problem"])
-    times = {n: v["median_us"] for n, v in bs["device"].items() if v and v.get("median_us")}
-    seeds = vendor_seeds(problem, spaces, bs.get("algorithms", {}), times, bases, 2, set(),
-                         price=model_order(problem, device=device), revision=1)   # session 48's mirrors
+    _, seeds = campaign_seeds(shape, spaces, bases, 2, device, revision=1)   # session 48's mirrors
     for g, _, note in seeds:
         pick(picked, g, f"{shape['problem']}: {note}")
     print(shape["problem"], [(g.id[:8], n.split("): ")[1], g.get("schedule")) for g, _, n in seeds])

@@ -8,11 +8,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "h100-vendor-algos" / "scripts"))
-from genome_files import pick, spaces_and_bases, write_genomes  # noqa: E402
+from genome_files import campaign_seeds, pick, spaces_and_bases, write_genomes  # noqa: E402
 
-from evolution.seeding import model_order  # noqa: E402
-from evolution.vendor_seeds import vendor_seeds  # noqa: E402
-from genome import Problem  # noqa: E402
+from evolution.campaign_spaces import VENDOR_MIRRORS_REVISION  # noqa: E402
 
 spaces, bases = spaces_and_bases()
 bench = json.load(open(sys.argv[1]))
@@ -20,10 +18,7 @@ out, count = Path(sys.argv[2]), int(sys.argv[3])
 known = {f.stem.split("-")[1] for d in sys.argv[4:] for f in Path(d).rglob("*.json") if "-" in f.stem}
 picked = {}
 for shape in bench["shapes"]:
-    bs, problem = shape["baselines"], Problem.parse(shape["problem"])
-    times = {n: v["median_us"] for n, v in bs["device"].items() if v and v.get("median_us")}
-    for g, _, note in vendor_seeds(problem, spaces, bs.get("algorithms", {}), times, bases, count, set(),
-                                   price=model_order(problem, device="h200")):
+    for g, _, note in campaign_seeds(shape, spaces, bases, count, "h200", VENDOR_MIRRORS_REVISION)[1]:
         pick(picked, g, f"{shape['problem']}: {note}")
 write_genomes(picked, out, out.parent / "notes.json")
 new = sorted(f"{g.family}-{gid[:8]}" for gid, (g, _) in picked.items() if gid[:8] not in known)

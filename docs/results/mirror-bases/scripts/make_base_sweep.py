@@ -14,27 +14,24 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "h100-vendor-algos" / "scripts"))
-from genome_files import FAMILIES, write_genomes  # noqa: E402
+from genome_files import campaign_seeds, spaces_and_bases, write_genomes  # noqa: E402
 
-from evolution.seeding import load_handpicked, model_order  # noqa: E402
-from evolution.vendor_seeds import _mirror_params, mirror, vendor_picks, vendor_seeds  # noqa: E402
-from genome import Genome, Problem  # noqa: E402
-from templates import family_registry  # noqa: E402
+from evolution.seeding import model_order  # noqa: E402
+from evolution.vendor_seeds import _mirror_params, mirror, vendor_picks  # noqa: E402
+from genome import Genome  # noqa: E402
 
 bench = json.load(open(sys.argv[1]))
 out = Path(sys.argv[2])
 per_shape = int(sys.argv[3]) if len(sys.argv) > 3 else 1
 device = sys.argv[4] if len(sys.argv) > 4 else "h200"
-registry = family_registry()
-spaces = [registry.resolve(f).space for f in FAMILIES]
-handpicked = load_handpicked(FAMILIES)
+spaces, handpicked = spaces_and_bases()
 picked: dict = {}
 for shape in bench["shapes"]:
-    bs, problem = shape["baselines"], Problem.parse(shape["problem"])
+    problem, seeds = campaign_seeds(shape, spaces, handpicked, 2, device, revision=1)   # as measured: session 48's
+    seeded = {g.id for g, _, _ in seeds}
+    bs = shape["baselines"]
     times = {n: v["median_us"] for n, v in bs["device"].items() if v and v.get("median_us")}
     price = model_order(problem, device=device)
-    seeded = {g.id for g, _, _ in vendor_seeds(problem, spaces, bs.get("algorithms", {}), times, handpicked, 2, set(),
-                                                price=price, revision=1)}   # as measured: session 48's
     for rank, pk in enumerate(vendor_picks(bs.get("algorithms", {}), times)[:per_shape]):
         for cluster_kept in (True, False):
             p = pk if cluster_kept else dataclasses.replace(pk, cluster_m=1, cluster_n=1)
