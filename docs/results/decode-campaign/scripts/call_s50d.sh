@@ -9,7 +9,7 @@ nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=cs
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .kc/whl/*.whl || exit 9
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 EVOGEMM_CACHE=/tmp/kc
 R=$OUT/res; mkdir -p $R /tmp/kc && tar xJf .kc/s50/decode.txz -C /tmp/kc || exit 8
-timeout -s INT -k 15 ${RUN_S:-360} python -m experiments.cli run docs/results/decode-campaign/campaign.yaml --out $R/campaign \
+timeout -s INT -k 15 ${RUN_S:-360} python -m experiments.cli run docs/results/decode-campaign/${CAMPAIGN:-campaign}.yaml --out $R/campaign \
   --no-live > $R/run.log 2>&1
 echo "run rc=$? at $(( $(date +%s) - T0 )) s"; tail -n 30 $R/run.log | cut -c1-200
 rm -f $R/campaign/campaign.db-shm
