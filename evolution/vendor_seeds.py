@@ -45,6 +45,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from evaluator.cublaslt import describe_algo
 from evaluator.cublaslt_enums import CLUSTERS, STAGES, TILES
 from genome import Genome, Problem, SearchSpace
+from genome.sm90_cutlass_space import TILE_M_WG_SPLIT_RULE
 from genome.space import nearest_choice
 
 from .campaign_spaces import VENDOR_MIRRORS_REVISION
@@ -52,10 +53,9 @@ from .campaign_spaces import VENDOR_MIRRORS_REVISION
 VENDOR_ORIGIN = "seed_vendor"   # their origin: the first round takes them on top of the other seeds
 TILE_TOLERANCE = 0.25           # a family's tile extent at most this far (relative) from the vendor's
 SPLIT_KNOBS = ("ksplit", "splits")   # the split-K parameters of the families, the first one a space has wins
-# how a family holds a tile M of 192, 320 or 448 (sm90_cutlass_space's rule WIDE_TILE_RULE): tried where a base's own
-# schedule cannot (revision 2)
+# how a family holds a tile M of 192, 320 or 448 (sm90_cutlass_space's rule TILE_M_WG_SPLIT_RULE): tried where a
+# base's own schedule cannot (revision 2)
 WIDE_TILE_SETTINGS = {"schedule": "cooperative", "wg_split": "n"}
-WIDE_TILE_RULE = "tile-m-wg-split"
 TILE_KEYS = ("tile_m", "tile_n", "cluster_m", "cluster_n")
 
 
@@ -191,11 +191,11 @@ def _bases(space: SearchSpace, handpicked: Sequence[Mapping[str, Any]], pick: Ve
 
 def _attempts(params: dict[str, Any], space: SearchSpace, revision: int) -> list[dict[str, Any]]:
     """The mirror's parameters as they are, and since revision 2 also with `WIDE_TILE_SETTINGS` where the space's
-    rule `WIDE_TILE_RULE` refuses them (a tile M the base's schedule cannot hold) and the space has those
+    rule `TILE_M_WG_SPLIT_RULE` refuses them (a tile M the base's schedule cannot hold) and the space has those
     settings."""
     out = [params]
     specs = {p.name: p for p in space.params}
-    wide = next((r for r in space.rules if r.name == WIDE_TILE_RULE), None)
+    wide = next((r for r in space.rules if r.name == TILE_M_WG_SPLIT_RULE), None)
     if revision >= 2 and wide is not None and wide.check(params) is not None and \
             all(k in specs and v in specs[k].choices for k, v in WIDE_TILE_SETTINGS.items()):
         out.append({**params, **WIDE_TILE_SETTINGS})

@@ -97,6 +97,10 @@ def _coop_tile_m(p):
     return None
 
 
+# the rule's name, which evolution/vendor_seeds.py asks for (a vendor tile only this schedule holds is mirrored with it)
+TILE_M_WG_SPLIT_RULE = "tile-m-wg-split"
+
+
 def _tile_m_split_n(p):
     if p["tile_m"] % 128 and p["tile_m"] > 64 and not split_n(p):
         return (f"tile M {p['tile_m']} (not 64, 128 or 256) needs the cooperative schedule with wg_split n (split "
@@ -314,7 +318,7 @@ def _fix_splits(p: Params, rng: random.Random) -> Params:
 
 RULES = (
     Rule("cooperative-tile-m", "cooperative schedule needs tile M >= 128", _coop_tile_m, _fix_coop_tile_m),
-    Rule("tile-m-wg-split", "tile M of 192, 320 or 448 only with the cooperative schedule split along N",
+    Rule(TILE_M_WG_SPLIT_RULE, "tile M of 192, 320 or 448 only with the cooperative schedule split along N",
          _tile_m_split_n, _fix_tile_m_split_n),
     Rule("wg-split-n", "wg_split n: cooperative, tile N 128 or 256, persistent scheduler, TMA epilogue with its own "
          "subtile", _wg_split_n, _fix_wg_split_n),
