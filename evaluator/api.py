@@ -37,8 +37,10 @@ class Timing:
     max_us: "float | None"
     repeats: int
     samples_us: "list[float] | None" = None  # one per interleaved timing round, in round order
-    # timed in alternation with a reference: the reference's sample taken right before each of ours
+    # timed in alternation with a reference: the reference's sample taken right before each of ours,
+    # and the one taken right after it (the pair's reference is their geometric mean: evaluator/paired.py)
     ref_samples_us: "list[float] | None" = None
+    ref_after_us: "list[float] | None" = None
 
     @property
     def spread(self) -> "float | None":

@@ -19,7 +19,7 @@ from .compile import BuildResult, Compiler
 from .cublaslt import describe_algo
 from .paired import paired_figure, paired_ratio
 from .pipeline import BuildRunPipeline, build_failure, space_check
-from .timing_options import check_timing
+from .timing_options import check_timing, timing_config
 from .worker_pool import MeasureResult, WorkerPool
 
 # MEASURE.md's best vendor: torch.matmul, cuBLASLt heuristic top-1 and cuBLASLt autotuned, each in
@@ -210,12 +210,12 @@ class GpuEvaluator:
 
     def focused_pair(self, problem: Problem, genome: Genome, build: BuildResult, vendor: str) -> dict:
         """One kernel against one vendor baseline, and against a twin of itself, in a run of those
-        three alone: every round times the vendor right before the kernel and right before the
-        twin, so a round lasts a few replays and the pairs see the same clock. Returns
+        three alone, `focused_timing` rounds: every round is vendor, one of the two, vendor, the
+        other, vendor, so a round lasts a few replays and each pair sees the same clock. Returns
         {kernel, vendor, paired (vendor / kernel), aa (kernel / twin)}, ratios as PairedRatio dicts."""
         spec = {"id": genome.id, "lib": build.library, "knobs": list(build.knobs)}
         twin = dict(spec, id=genome.id + AA_SUFFIX)
-        result = self.pool.measure(problem, [spec, twin], [vendor], ("device",), self.timing,
+        result = self.pool.measure(problem, [spec, twin], [vendor], ("device",), self.focused_timing(),
                                    self._seed_for(problem, [vendor]), reference=vendor)
         self.pipeline.stats.gpu_busy_seconds += result.gpu_seconds
         k = _timing((result.kernels.get(genome.id) or {}).get("device"))
@@ -229,6 +229,13 @@ class GpuEvaluator:
             return out
         out.update(paired=paired.to_dict(), aa=aa.to_dict(), kernel_us=k.median_us, vendor_us=v.median_us)
         return out
+
+    def focused_timing(self) -> dict:
+        """The focused run's timing: the evaluator's, with `focused_repeats` rounds (at least its
+        `repeats`). Three graphs alone make a round short, so more rounds cost little, and they
+        narrow the median's confidence interval that the paired and A/A figures quote."""
+        cfg = timing_config(self.timing)
+        return {**self.timing, "repeats": max(int(cfg["repeats"]), int(cfg["focused_repeats"]))}
 
     def builds_pending(self) -> int:
         """Builds submitted and not finished (closing waits for the running ones)."""

@@ -7,16 +7,28 @@ drift that moves both; the median of the ratios, with their range, is the figure
 A/A pair (a kernel against a twin of itself) shows how far that figure moves with nothing changed.
 
 A round of many candidates can last long enough for the clock to move within it, so a run may
-name a reference: the worker then times every other candidate right after a replay of the
-reference and keeps that sample with it (`Timing.ref_samples_us`); pairs are then milliseconds
-apart, and two candidates compare through their samples normalised by the reference's.
+name a reference: the worker then times every other candidate between two replays of the
+reference and keeps those samples with it (`Timing.ref_samples_us`, before, and `ref_after_us`,
+after); pairs are then milliseconds apart, a steady drift across the pair cancels in the geometric
+mean of the two, and two candidates compare through their samples normalised by the reference's.
+
+The figure is the median of the per-round ratios. Its spread is quoted two ways: the range of the
+ratios (smallest to largest, which widens as rounds are added) and a distribution-free confidence
+interval of the median from the order statistics (`median_interval`: the narrowest pair of order
+statistics that covers the median with at least 95% probability; at 5 rounds no pair reaches 95%,
+and the range, 94%, is the interval), which narrows as rounds are added.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
 
 from .api import Timing
+
+
+# the confidence of the interval of the median that a paired figure quotes
+MEDIAN_CONFIDENCE = 0.95
 
 
 @dataclass(frozen=True)
@@ -25,11 +37,20 @@ class PairedRatio:
     low: float      # smallest and largest per-round ratio
     high: float
     rounds: int
+    ci_low: "float | None" = None   # the median's confidence interval (median_interval); None in
+    ci_high: "float | None" = None  # figures stored before it was kept
 
     @property
     def spread(self) -> float:
         """(high - low) / median, as the spread of a Timing."""
         return (self.high - self.low) / self.median
+
+    @property
+    def ci_spread(self) -> float:
+        """The median's confidence interval relative to it (the range where it was not kept)."""
+        if self.ci_low is None or self.ci_high is None:
+            return self.spread
+        return (self.ci_high - self.ci_low) / self.median
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -41,14 +62,41 @@ def _median(xs: "list[float]") -> float:
     return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
 
 
+def median_interval(xs: "list[float]", confidence: float = MEDIAN_CONFIDENCE) -> "tuple[float, float]":
+    """A distribution-free confidence interval of the median of `xs`: the order statistics
+    x(k) and x(n+1-k) (1-based, sorted) with the largest k whose coverage, 1 - 2 P(Binomial(n, 1/2)
+    <= k - 1), is at least `confidence`; the range (k = 1) when no k reaches it (n <= 5 at 95%).
+    It assumes only that the rounds are independent draws of one distribution."""
+    ys = sorted(xs)
+    n = len(ys)
+    if n == 0:
+        raise ValueError("no samples")
+    k, below = 1, 0.0       # below = P(B <= k - 1), B ~ Binomial(n, 1/2)
+    for j in range(1, (n + 1) // 2):
+        below += math.comb(n, j - 1) / 2.0 ** n
+        if 1.0 - 2.0 * (below + math.comb(n, j) / 2.0 ** n) < confidence:
+            break
+        k = j + 1
+    return ys[k - 1], ys[n - k]
+
+
+def _references(t: Timing) -> "list[float] | None":
+    """The reference sample each of t's samples is paired with: the geometric mean of the
+    reference's replays right before and right after it, or the one before (older figures)."""
+    before, after = t.ref_samples_us, t.ref_after_us
+    if before and after and len(after) == len(before):
+        return [math.sqrt(b * a) if b > 0 and a > 0 else 0.0 for b, a in zip(before, after)]
+    return before
+
+
 def _ratios(reference: Timing, candidate: Timing) -> "list[float] | None":
     """reference / candidate, pair by pair. Timed in alternation with a reference (every other
-    candidate's sample comes right after one of the reference's, kept in `ref_samples_us`), a
-    candidate's sample is first divided by the reference's sample right before it; the one timing
-    of a run without `ref_samples_us` is then the reference itself. Otherwise the samples of one
-    round pair up (the same number of rounds each)."""
+    candidate's sample sits between two of the reference's, kept in `ref_samples_us` and
+    `ref_after_us`), a candidate's sample is first divided by its reference sample (`_references`);
+    the one timing of a run without `ref_samples_us` is then the reference itself. Otherwise the
+    samples of one round pair up (the same number of rounds each)."""
     a, b = reference.samples_us, candidate.samples_us
-    ra, rb = reference.ref_samples_us, candidate.ref_samples_us
+    ra, rb = _references(reference), _references(candidate)
     if not a or not b:
         return None
     if ra and rb:        # both alternated with the reference: compare their normalised samples
@@ -72,7 +120,8 @@ def paired_ratio(reference: "Timing | None", candidate: "Timing | None") -> "Pai
     ratios = _ratios(reference, candidate)
     if not ratios:
         return None
-    return PairedRatio(_median(ratios), min(ratios), max(ratios), len(ratios))
+    ci_low, ci_high = median_interval(ratios)
+    return PairedRatio(_median(ratios), min(ratios), max(ratios), len(ratios), ci_low, ci_high)
 
 
 # Bounds on the reference within a run. Its samples taken right before a kernel's may differ from
@@ -94,7 +143,7 @@ def _within(ratio: float, tolerance: float) -> bool:
 
 
 def _unpaired(t: Timing) -> Timing:
-    return replace(t, ref_samples_us=None)
+    return replace(t, ref_samples_us=None, ref_after_us=None)
 
 
 def paired_figure(reference: str, reference_start_us: float, reference_timing: "Timing | None",
@@ -103,7 +152,7 @@ def paired_figure(reference: str, reference_start_us: float, reference_timing: "
     Measurement.paired; `effective_us` is the kernel's time scaled to the reference's time when
     the shape's baselines were measured (what the search ranks by).
 
-    `pairing` says what the scaling used: "adjacent" (the reference's samples taken right before
+    `pairing` says what the scaling used: "adjacent" (the reference's samples taken right around
     the kernel's; the default), "run" (the reference's own samples of the run, round by round,
     when the adjacent ones' median is off its run median by more than ADJACENT_TOLERANCE; their
     median is kept as `adjacent_us`) or "raw" (none: `effective_us` is the kernel's own median,
@@ -112,7 +161,7 @@ def paired_figure(reference: str, reference_start_us: float, reference_timing: "
     if reference_timing is None or kernel_timing is None or not reference_start_us or reference_start_us <= 0:
         return None
     pairing, extra = "adjacent", {}
-    adjacent = kernel_timing.ref_samples_us
+    adjacent = _references(kernel_timing)
     if adjacent and reference_timing.median_us > 0:
         local = _median(adjacent)
         if not _within(local / reference_timing.median_us, ADJACENT_TOLERANCE):

@@ -1,7 +1,7 @@
 """Device time in the GPU worker (../shared/MEASURE.md): each candidate's launches are captured
 back to back in a CUDA graph rotating over input sets (>= 3x L2 in total), all graphs are warmed
-up round robin, then timed in interleaved rounds in a shuffled order (each candidate right after a
-replay of the run's reference, when it names one), back to back; one more, untimed replay of each
+up round robin, then timed in interleaved rounds in a shuffled order (each candidate between two
+replays of the run's reference, when it names one), back to back; one more, untimed replay of each
 graph then re-checks its output. A call's first launch depends fully on the previous call (a
 programmatic dependent launch's edge is made full, worker_cuda.full_dependencies): no call overlaps
 the previous one. The figure is the median time per launch over the rounds, with min/max, and the
@@ -84,14 +84,16 @@ def warm_up(w: "Worker", live: "list[Candidate]", warmup_s: float) -> None:
 def timed_rounds(w: "Worker", live: "list[Candidate]", sets: "list[InputSet]", cfg: dict,
                  rng: random.Random) -> None:
     """`repeats` rounds, each replaying every graph once in a fresh shuffled order; one sample
-    per replay (us per launch). With a reference (cfg["reference"], a live candidate's id), each
-    other candidate's replay comes right after a replay of the reference, whose sample is kept
-    with it (`ref_samples`): the pair is a few milliseconds apart however many candidates a round
-    holds, so clock and power drift cancel in their ratio. The rounds run back to back; after them
-    one more replay of each graph, not timed, has the set it writes last poisoned first and its
-    output checked after: the timed graph must still be right. (Checking inside the last timed
-    round left the GPU idle between replays, and the clock boosts after idle: that round's pairs
-    were the outliers of every A/A figure above 1 ms.)"""
+    per replay (us per launch). With a reference (cfg["reference"], a live candidate's id), the
+    round is R c1 R c2 R ... cn R: each other candidate's replay sits between two replays of the
+    reference, whose samples are kept with it (`ref_samples` before, `ref_after` after): the pair
+    is a few milliseconds apart however many candidates a round holds, and the reference on both
+    sides cancels a clock that drifts steadily across the pair (paired.py uses their geometric
+    mean). The rounds run back to back; after them one more replay of each graph, not timed, has
+    the set it writes last poisoned first and its output checked after: the timed graph must
+    still be right. (Checking inside the last timed round left the GPU idle between replays, and
+    the clock boosts after idle: that round's pairs were the outliers of every A/A figure above
+    1 ms.)"""
     repeats = int(cfg["repeats"])
     reference = next((c for c in live if c.id == cfg.get("reference")), None)
     if reference is not None and len(live) < 2:
@@ -99,10 +101,14 @@ def timed_rounds(w: "Worker", live: "list[Candidate]", sets: "list[InputSet]", c
     for _ in range(repeats):
         order = [c for c in live if c is not reference]
         rng.shuffle(order)
+        before = _timed_replay(w, reference) if reference is not None else None
         for cand in order:
-            if reference is not None:
-                cand.ref_samples.append(_timed_replay(w, reference))
             _timed_replay(w, cand)
+            if reference is not None:
+                after = _timed_replay(w, reference)
+                cand.ref_samples.append(before)
+                cand.ref_after.append(after)
+                before = after
     for cand in live:
         final = sets[last_set_index(cand.launches, len(sets))]
         poison(w.torch, final)  # the replay must write every element again
@@ -126,5 +132,7 @@ def record_device_results(cands: "list[Candidate]") -> None:
             cand.result["device"] = {**summary(cand.samples), "samples_us": [round(x, 4) for x in cand.samples]}
             if cand.ref_samples:
                 cand.result["device"]["ref_samples_us"] = [round(x, 4) for x in cand.ref_samples]
+            if cand.ref_after:
+                cand.result["device"]["ref_after_us"] = [round(x, 4) for x in cand.ref_after]
             cand.result["launches_per_replay"] = cand.launches
             cand.result.setdefault("status", "ok")

@@ -29,6 +29,7 @@ class Candidate:
     launches: int = 0
     samples: list = field(default_factory=list)
     ref_samples: list = field(default_factory=list)  # the reference's sample taken right before each of ours
+    ref_after: list = field(default_factory=list)    # and the one taken right after it
     alive: bool = True
     lt_plan: Any = None       # cublaslt.LtPlan of a cuBLASLt baseline
     lt_workspace: Any = None  # its device workspace (a torch tensor)

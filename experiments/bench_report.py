@@ -92,13 +92,37 @@ def _fmt(x: "float | None", spec: str = ".1f") -> str:
 
 
 def _ratio(p: "PairedRatio | None") -> str:
-    return "-" if p is None else f"{p.median:.3f} [{p.low:.3f}-{p.high:.3f}]"
+    return "-" if p is None else _ratio_dict(p.to_dict())
 
 
 def _ratio_dict(d: "dict | None") -> str:
+    """median [the median's 95% interval] (range of the rounds, n rounds); figures stored before
+    the interval was kept show the range alone."""
     if not d or "median" not in d:
         return "-"
-    return f"{d['median']:.3f} [{d['low']:.3f}-{d['high']:.3f}]"
+    if d.get("ci_low") is None or d.get("ci_high") is None:
+        return f"{d['median']:.3f} [{d['low']:.3f}-{d['high']:.3f}]"
+    return (f"{d['median']:.3f} [{d['ci_low']:.3f}-{d['ci_high']:.3f}] "
+            f"({d['low']:.3f}-{d['high']:.3f}, {d['rounds']})")
+
+
+def _relative(d: dict, low: str, high: str) -> float:
+    return (d[high] - d[low]) / d["median"]
+
+
+def aa_summary(aa: "list[tuple[str, dict]]") -> str:
+    """The bench's A/A line: the largest deviation of a median from 1, the widest interval of a
+    median (where the figures have one) and the widest range of rounds, with their shapes."""
+    worst = max(aa, key=lambda t: abs(t[1]["median"] - 1.0))
+    widest = max(aa, key=lambda t: _relative(t[1], "low", "high"))
+    with_ci = [t for t in aa if t[1].get("ci_low") is not None and t[1].get("ci_high") is not None]
+    ci = ""
+    if with_ci:
+        w = max(with_ci, key=lambda t: _relative(t[1], "ci_low", "ci_high"))
+        ci = f"; widest 95% interval of a median {100 * _relative(w[1], 'ci_low', 'ci_high'):.1f}% ({w[0]})"
+    return (f"- A/A (a kernel against itself, paired): largest deviation {worst[1]['median']:.4f} ({worst[0]})"
+            f"{ci}; widest range of rounds {100 * _relative(widest[1], 'low', 'high'):.1f}% ({widest[0]}) "
+            f"over {len(aa)} shapes")
 
 
 def _clock_note(bs: BaselineSet) -> str:
@@ -136,13 +160,15 @@ def render_markdown(results: Sequence[ShapeResult], meta: dict) -> str:
              "(max-min)/median). Speedup = baseline time / best kernel time. TB/s = bytes of A, W and C moved "
              f"once / time; % roofline = max(2MNK / {meta['peak_tflops']:g} TFLOP/s, bytes / "
              f"{meta['hbm_tbps']:g} TB/s, the {meta['hbm_source']}) / time. Paired = the median over the "
-             "interleaved timing rounds of best vendor time / best kernel time in the same round, with the range "
-             "of those ratios; A/A = a kernel timed against a twin of itself in the same rounds (1.000 is ideal; "
-             "its range is the noise a paired figure carries). Where a shape has a focused run (the best kernel, "
-             "its twin and the best vendor baseline timed again, those three alone, the vendor right before each "
-             "of the others), paired and A/A come from it.", ""]
+             "interleaved timing rounds of best vendor time / best kernel time in the same round (each kernel "
+             "replay between two of the vendor's, their geometric mean its pair), with the median's 95% "
+             "confidence interval [order statistics; the range at 5 rounds or fewer] and the range of the ratios "
+             "(and the rounds); A/A = a kernel timed against a twin of itself in the same rounds (1.000 is ideal; "
+             "its interval is how far a paired figure moves with nothing changed). Where a shape has a focused "
+             "run (the best kernel, its twin and the best vendor baseline timed again, those three alone, "
+             "focused_repeats rounds), paired and A/A come from it.", ""]
     head = ["shape"] + names + ["best vendor", "vendor TB/s", "best kernel", "spread", "TFLOP/s", "TB/s",
-                                "% roofline", "vs torch", "vs best vendor", "paired [range]", "A/A [range]", "kernel",
+                                "% roofline", "vs torch", "vs best vendor", "paired [95% CI] (range)", "A/A [95% CI] (range)", "kernel",
                                 "SM MHz"]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "---|" * len(head))
@@ -174,11 +200,7 @@ def render_markdown(results: Sequence[ShapeResult], meta: dict) -> str:
                             f"{', '.join(a['missing'])}" if a["missing"] else ""))
     aa = [(r.problem.name, r.aa()) for r in results if r.aa() and "median" in r.aa()]
     if aa:
-        worst = max(aa, key=lambda t: abs(t[1]["median"] - 1.0))
-        widest = max(aa, key=lambda t: (t[1]["high"] - t[1]["low"]) / t[1]["median"])
-        lines.append(f"- A/A (a kernel against itself, paired): largest deviation {worst[1]['median']:.4f} "
-                     f"({worst[0]}); widest range {100 * (widest[1]['high'] - widest[1]['low']) / widest[1]['median']:.1f}% "
-                     f"({widest[0]}) over {len(aa)} shapes")
+        lines.append(aa_summary(aa))
     if meta.get("simulated"):
         lines.append("- SIMULATED: no kernel ran and no output was checked; times are the analytic model's")
         return "\n".join(lines) + "\n"

@@ -744,13 +744,19 @@ def test_timed_rounds_alternate_every_candidate_with_the_reference(monkeypatch):
     timing_device.timed_rounds(w, cands, ["s0"], {"repeats": 3, "reference": "ref", "tolerance": 1e-3},
                                _random.Random(0))
     replays = [e[1] for e in log if e[0] == "replay"]
-    timed, checks = replays[:18], replays[18:]
-    assert timed[0::2] == ["ref"] * 9                                          # ref right before each
+    timed, checks = replays[:21], replays[21:]                                 # a round: R a R b R c R
+    for r in range(3):
+        one = timed[7 * r:7 * r + 7]
+        assert one[0::2] == ["ref"] * 4 and sorted(one[1::2]) == ["a", "b", "c"]  # ref on both sides of each
     assert sorted(checks) == ["a", "b", "c", "ref"]                            # then one checked replay each
     for c in cands[1:]:
-        assert len(c.samples) == 3 and len(c.ref_samples) == 3
+        assert len(c.samples) == 3 and len(c.ref_samples) == 3 and len(c.ref_after) == 3
         assert all(s == r + 1 for s, r in zip(c.samples, c.ref_samples))         # the replay just before
-    assert len(cands[0].samples) == 9 and not cands[0].ref_samples
+        assert all(a == s + 1 for s, a in zip(c.samples, c.ref_after))          # and the one just after
+    assert len(cands[0].samples) == 12 and not cands[0].ref_samples
+    # a reference replay between two candidates serves as the one after the first and before the second
+    firsts = sorted(cands[1:], key=lambda c: c.samples[0])
+    assert firsts[0].ref_after[0] == firsts[1].ref_samples[0]
     # after the timed rounds, every candidate's output is re-checked once (the reference's too),
     # each right after a poison of its output, and those replays are not samples
     assert sorted(e[1] for e in log if e[0] == "check") == ["a", "b", "c", "ref"]

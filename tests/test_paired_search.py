@@ -28,6 +28,7 @@ class StubPool:
     def __init__(self, kernel_us: dict, baseline_us: dict, rounds: int = 5):
         self.kernel_us, self.baseline_us, self.rounds = kernel_us, baseline_us, rounds
         self.requests = []
+        self.configs = []
 
     @staticmethod
     def _summary(samples):
@@ -37,6 +38,7 @@ class StubPool:
 
     def measure(self, problem, kernels, baselines, modes, config, seed, reference=None):
         self.requests.append((list(k["id"] for k in kernels), list(baselines), reference))
+        self.configs.append(dict(config or {}))
         base = {**{k["id"]: self.kernel_us[k["id"]] for k in kernels}, **{b: self.baseline_us[b] for b in baselines}}
         samples = {c: [] for c in base}
         refs = {c: [] for c in base}
@@ -109,6 +111,55 @@ def test_paired_ratios_through_an_alternation_reference():
     a = Timing(2.0, 2.0, 2.0, 2, samples_us=[2.0, 2.2])
     b = Timing(1.0, 1.0, 1.1, 2, samples_us=[1.0, 1.1])
     assert math.isclose(paired_ratio(a, b).median, 2.0)
+
+
+def test_a_reference_on_both_sides_cancels_a_steady_drift():
+    from evaluator.api import Timing
+    from evaluator.paired import paired_ratio
+    # the clock slows faster and faster (log time quadratic in the replay); a round is R k R t R:
+    # with the reference before and after each sample, an A/A pair (k against its twin t) is exact;
+    # with the one before alone each pair is off by that replay's drift, which differs pair to pair
+    drift = [1.002 ** (i * i) for i in range(5 * 3)]
+    ref = [10.0 * drift[i] for i in range(0, 15, 2)]
+    k = Timing(5.0, 5.0, 5.0, 3, samples_us=[5.0 * drift[1], 5.0 * drift[7], 5.0 * drift[13]])
+    t = Timing(5.0, 5.0, 5.0, 3, samples_us=[5.0 * drift[3], 5.0 * drift[5], 5.0 * drift[11]])
+    both_k = Timing(**{**k.to_dict(), "ref_samples_us": [ref[0], ref[3], ref[6]], "ref_after_us": [ref[1], ref[4], ref[7]]})
+    both_t = Timing(**{**t.to_dict(), "ref_samples_us": [ref[1], ref[2], ref[5]], "ref_after_us": [ref[2], ref[3], ref[6]]})
+    aa = paired_ratio(both_k, both_t)
+    assert math.isclose(aa.median, 1.0) and aa.spread < 1e-12
+    before_k = Timing(**{**k.to_dict(), "ref_samples_us": both_k.ref_samples_us})
+    before_t = Timing(**{**t.to_dict(), "ref_samples_us": both_t.ref_samples_us})
+    assert paired_ratio(before_k, before_t).spread > 0.01
+
+
+def test_the_median_interval_is_the_binomial_order_statistic_interval():
+    from evaluator.paired import median_interval, paired_ratio
+
+    def coverage(n, k):
+        return 1.0 - 2.0 * sum(math.comb(n, j) for j in range(k)) / 2.0 ** n
+    for n in range(1, 60):
+        xs = [float(i) for i in range(n, 0, -1)]          # n distinct values, unsorted
+        lo, hi = median_interval(xs)
+        k = int(lo)                                       # x(k) = k for these samples
+        assert hi == n + 1 - k
+        assert k == 1 or coverage(n, k) >= 0.95           # it covers the median at 95%
+        assert k + 1 > (n + 1) // 2 or coverage(n, k + 1) < 0.95 or k == 1 and coverage(n, 1) < 0.95
+        if n >= 9:
+            assert coverage(n, k) >= 0.95 and coverage(n, k + 1) < 0.95   # and it is the narrowest that does
+    assert median_interval([3.0, 1.0, 2.0, 5.0, 4.0]) == (1.0, 5.0)    # 5 rounds: the range (94%)
+    assert median_interval([float(i) for i in range(1, 22)]) == (6.0, 16.0)
+    with pytest.raises(ValueError):
+        median_interval([])
+    # a paired figure carries it; more rounds of the same noise narrow it, the range widens
+    import random
+    rng = random.Random(7)
+    noise = [1.0 + rng.gauss(0.0, 0.01) for _ in range(21)]
+    a = Timing(1.0, 1.0, 1.0, 21, samples_us=noise)
+    b = Timing(1.0, 1.0, 1.0, 21, samples_us=[1.0] * 21)
+    few = paired_ratio(Timing(1.0, 1.0, 1.0, 5, samples_us=noise[:5]), Timing(1.0, 1.0, 1.0, 5, samples_us=[1.0] * 5))
+    many = paired_ratio(a, b)
+    assert (few.ci_low, few.ci_high) == (few.low, few.high)
+    assert many.ci_spread < many.spread and many.low <= many.ci_low <= many.median <= many.ci_high <= many.high
 
 
 def test_a_reference_that_something_other_than_the_clock_moved_does_not_pair():
@@ -245,6 +296,11 @@ def test_focused_pair_times_the_best_kernel_its_twin_and_the_vendor_alone(tmp_pa
     ev.pool = StubPool({g.id: 1500.0, g.id + AA_SUFFIX: 1500.0}, {"cublaslt_autotuned": 1650.0})
     out = ev.focused_pair(problem, g, BuildResult(g.id, "key", True, library="/x.so"), "cublaslt_autotuned")
     assert ev.pool.requests[-1] == ([g.id, g.id + AA_SUFFIX], ["cublaslt_autotuned"], "cublaslt_autotuned")
+    assert ev.pool.configs[-1]["repeats"] == 21       # focused_repeats: more rounds, three graphs alone
+    ev.timing = {"repeats": 30}
+    assert ev.focused_timing()["repeats"] == 30       # never fewer than the bench's own rounds
+    ev.timing = {"repeats": 5, "focused_repeats": 9}
+    assert ev.focused_timing() == {"repeats": 9, "focused_repeats": 9}
     assert math.isclose(out["paired"]["median"], 1650.0 / 1500.0)
     assert math.isclose(out["paired"]["low"], out["paired"]["high"])
     assert math.isclose(out["aa"]["median"], 1.0) and math.isclose(out["aa"]["high"], out["aa"]["low"])
