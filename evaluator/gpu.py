@@ -212,7 +212,8 @@ class GpuEvaluator:
         """One kernel against one vendor baseline, and against a twin of itself, in a run of those
         three alone, `focused_timing` rounds: every round is vendor, one of the two, vendor, the
         other, vendor, so a round lasts a few replays and each pair sees the same clock. Returns
-        {kernel, vendor, paired (vendor / kernel), aa (kernel / twin)}, ratios as PairedRatio dicts."""
+        {kernel, vendor, paired (vendor / kernel), aa (kernel / twin)}, ratios as PairedRatio dicts,
+        with the three timings' samples round by round (`samples`) for a later look at the pairs."""
         spec = {"id": genome.id, "lib": build.library, "knobs": list(build.knobs)}
         twin = dict(spec, id=genome.id + AA_SUFFIX)
         result = self.pool.measure(problem, [spec, twin], [vendor], ("device",), self.focused_timing(),
@@ -227,7 +228,8 @@ class GpuEvaluator:
             why = result.failures.get(genome.id) or result.failures.get(vendor) or ("not timed", "")
             out["reason"] = f"{why[0]}: {why[1]}".strip(": ")
             return out
-        out.update(paired=paired.to_dict(), aa=aa.to_dict(), kernel_us=k.median_us, vendor_us=v.median_us)
+        out.update(paired=paired.to_dict(), aa=aa.to_dict(), kernel_us=k.median_us, vendor_us=v.median_us,
+                   samples={"kernel": k.to_dict(), "twin": t.to_dict(), "vendor": v.to_dict()})
         return out
 
     def focused_timing(self) -> dict:

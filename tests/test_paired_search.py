@@ -304,6 +304,7 @@ def test_focused_pair_times_the_best_kernel_its_twin_and_the_vendor_alone(tmp_pa
     assert math.isclose(out["paired"]["median"], 1650.0 / 1500.0)
     assert math.isclose(out["paired"]["low"], out["paired"]["high"])
     assert math.isclose(out["aa"]["median"], 1.0) and math.isclose(out["aa"]["high"], out["aa"]["low"])
+    assert len(out["samples"]["twin"]["samples_us"]) == 5 and out["samples"]["vendor"]["median_us"] > 1600
     # the report quotes the focused figures over those of the run of every candidate
     result = ShapeResult(problem, BaselineSet(problem.name, aa={"kernel": "x", "median": 0.9, "low": 0.8,
                                                                 "high": 1.0, "rounds": 5}), focused=out)
