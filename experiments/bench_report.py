@@ -72,10 +72,20 @@ def geomean(xs: Sequence[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
+# the aggregate of the paired figures (each shape's best vendor against its best kernel, median of
+# the paired rounds; the focused run's where there is one) beside those of the medians' ratios
+PAIRED = "best_vendor_paired"
+
+
 def aggregate(results: Sequence[ShapeResult], against: str = "best_vendor") -> dict:
     """Geomean / mean / wins / worst over the shapes where some kernel passed; `missing` names the
-    shapes where none did (a caller would fall back to the vendor library there)."""
-    pairs = [(r.problem.name, r.speedups().get(against)) for r in results]
+    shapes where none did (a caller would fall back to the vendor library there). `against` is a
+    baseline name of `speedups`, or PAIRED: the shapes' paired figures (a shape without one counts
+    as missing)."""
+    if against == PAIRED:
+        pairs = [(r.problem.name, r.paired().median if r.paired() else None) for r in results]
+    else:
+        pairs = [(r.problem.name, r.speedups().get(against)) for r in results]
     missing = [n for n, s in pairs if not s]
     pairs = [(n, s) for n, s in pairs if s]
     if not pairs:
@@ -190,13 +200,14 @@ def render_markdown(results: Sequence[ShapeResult], meta: dict) -> str:
         row.append(_clock_note(r.baselines))
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
-    for against in ("best_vendor", "torch"):
+    for against in ("best_vendor", PAIRED, "torch"):
         a = aggregate(results, against)
         if a.get("shapes"):
             lines.append(f"- vs {against}: geomean {a['geomean']:.3f}x, arithmetic mean {a['mean']:.3f}x, "
                          f"wins {a['wins']}/{a['shapes']}, worst {a['worst']:.3f}x ({a['worst_shape']}), "
                          f"best {a['best']:.3f}x"
-                         + (f"; over {a['shapes']} of {a['of']} shapes, no passing kernel for "
+                         + (f"; over {a['shapes']} of {a['of']} shapes, "
+                            f"{'no paired figure' if against == PAIRED else 'no passing kernel'} for "
                             f"{', '.join(a['missing'])}" if a["missing"] else ""))
     aa = [(r.problem.name, r.aa()) for r in results if r.aa() and "median" in r.aa()]
     if aa:
@@ -323,7 +334,7 @@ def merge_results(paths: "Sequence[str | Path]") -> "tuple[list[ShapeResult], di
 
 def write_outputs(results: Sequence[ShapeResult], out: Path, meta: dict) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
-    data = {"meta": meta, "aggregate": {a: aggregate(results, a) for a in ("best_vendor", "torch")},
+    data = {"meta": meta, "aggregate": {a: aggregate(results, a) for a in ("best_vendor", PAIRED, "torch")},
             "shapes": [{"problem": r.problem.name, "baselines": r.baselines.to_dict(),
                         "best": r.best()[0].id if r.best() else None, "speedups": r.speedups(),
                         "paired_vs_best_vendor": r.paired().to_dict() if r.paired() else None,

@@ -342,3 +342,23 @@ def test_a_kernel_that_hung_is_not_run_again_and_each_shape_is_reported_as_it_en
         [(g, m)] = [(g, m) for g, m in res.measurements if g.id == hangs.id]
         assert m.status == STATUS_TIMEOUT and not m.ok and "not run: it failed at 1024x1024x1024 (hung" in m.reason
         assert len(res.measurements) == len(kernels) and res.best() is not None
+
+
+def test_the_paired_aggregate_is_over_the_shapes_paired_figures():
+    from evaluator.api import BaselineSet
+    from experiments.bench_report import PAIRED, ShapeResult, aggregate, render_markdown
+    from genome import Problem
+
+    def shape(m, paired):
+        p = Problem(m, 256, 256)
+        focused = {"kernel": "k", "paired": {"median": paired, "low": paired, "high": paired, "rounds": 21,
+                                             "ci_low": paired, "ci_high": paired}} if paired else None
+        return ShapeResult(p, BaselineSet(p.name), focused=focused)
+    results = [shape(128, 1.10), shape(256, 0.90), shape(512, None)]
+    a = aggregate(results, PAIRED)
+    assert a["shapes"] == 2 and a["missing"] == ["512x256x256"] and a["worst_shape"] == "256x256x256"
+    assert abs(a["geomean"] - (1.10 * 0.90) ** 0.5) < 1e-12 and a["wins"] == 1
+    meta = {"date": "d", "device": "x", "command": "c", "n_kernels": 0, "timing_note": "t", "peak_tflops": 989.0,
+            "hbm_tbps": 4.8, "hbm_source": "nominal"}
+    text = render_markdown(results, meta)
+    assert f"vs {PAIRED}: geomean 0.995x" in text and "no paired figure for 512x256x256" in text
