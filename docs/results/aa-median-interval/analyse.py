@@ -17,7 +17,7 @@ from evaluator.paired import paired_ratio  # noqa: E402
 
 
 def pct(r) -> str:
-    return "-" if r is None else f"{100 * (r.high - r.low) / r.median:.1f}%"
+    return "-" if r is None else f"{100 * (r.high - r.low) / r.median:.2f}%"
 
 
 def main(paths: "list[str]") -> None:

@@ -3,7 +3,7 @@
 # replays of the reference (their geometric mean its pair) and the bench's focused run has 21 rounds, quoting the
 # median's 95% interval beside the range. On an H200: the prepared public bench with the revision-2 mirrors
 # (../../h200-mirrors-rev2/scripts/call_s50b.sh) and the skinny neighbourhood (../../skinny-swapab/scripts/
-# call_s50a.sh), then the A/A check in what is left; on any other GPU the A/A check alone: `evogemm bench` of each
+# call_s50a.sh; SKINNY=0 leaves it out), then the A/A check in what is left; on any other GPU the A/A check alone: `evogemm bench` of each
 # shape's recorded best (../h200-public-10/selection) at the four public shapes over 1 ms (suite.yaml), three times.
 # On any other GPU it runs call_s51h.sh instead (the A/A check and the GPU tests of the worker's timing).
 # Carry .kc/whl, .kc/s48/pcache.txz, .kc/s49/rev2.txz, .kc/s50/skinny.txz, .kc/s49/gtest.txz. One archive comes back.
@@ -16,7 +16,7 @@ left() { echo $(( LIMIT_S - ($(date +%s) - T0) - 20 )); }
 if grep -q H200 $OUT0/r/gpu.txt; then
   mkdir -p $OUT0/r/rev2 $OUT0/r/skinny
   OUT=$OUT0/r/rev2 PUB_S=300 bash docs/results/h200-mirrors-rev2/scripts/call_s50b.sh
-  L=$(left); [ $L -gt 60 ] && OUT=$OUT0/r/skinny BENCH_S=$(( L < 170 ? L : 170 )) bash docs/results/skinny-swapab/scripts/call_s50a.sh
+  L=$(left); [ ${SKINNY:-1} = 1 ] && [ $L -gt 60 ] && OUT=$OUT0/r/skinny BENCH_S=$(( L < 170 ? L : 170 )) bash docs/results/skinny-swapab/scripts/call_s50a.sh
 fi
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .kc/whl/*.whl || exit 9
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
