@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
@@ -36,9 +37,10 @@ def main(paths: "list[str]") -> None:
             smp = f.get("samples")
             if smp:
                 k, t = Timing(**smp["kernel"]), Timing(**smp["twin"])
-                first = lambda x, keep_after: Timing(x.median_us, x.min_us, x.max_us, 5, samples_us=x.samples_us[:5],
-                                                     ref_samples_us=x.ref_samples_us[:5],
-                                                     ref_after_us=x.ref_after_us[:5] if keep_after else None)
+
+                def first(x: Timing, keep_after: bool) -> Timing:
+                    return replace(x, samples_us=x.samples_us[:5], ref_samples_us=x.ref_samples_us[:5],
+                                   ref_after_us=x.ref_after_us[:5] if keep_after else None)
                 old = paired_ratio(first(k, False), first(t, False))
                 new = paired_ratio(first(k, True), first(t, True))
             print(f"| {Path(path).parent.name} | {s['problem']} | {f['kernel_us']:.0f} | {aa['median']:.4f} | "
