@@ -71,12 +71,13 @@ def median_interval(xs: "list[float]", confidence: float = MEDIAN_CONFIDENCE) ->
     n = len(ys)
     if n == 0:
         raise ValueError("no samples")
-    k, below = 1, 0.0       # below = P(B <= k - 1), B ~ Binomial(n, 1/2)
-    for j in range(1, (n + 1) // 2):
-        below += math.comb(n, j - 1) / 2.0 ** n
-        if 1.0 - 2.0 * (below + math.comb(n, j) / 2.0 ** n) < confidence:
-            break
-        k = j + 1
+
+    def coverage(k: int) -> float:   # 1 - 2 P(B <= k - 1), B ~ Binomial(n, 1/2)
+        return 1.0 - 2.0 * sum(math.comb(n, i) for i in range(k)) / 2.0 ** n
+
+    k = 1
+    while k + 1 <= (n + 1) // 2 and coverage(k + 1) >= confidence:
+        k += 1
     return ys[k - 1], ys[n - k]
 
 
