@@ -14,7 +14,7 @@ kept), so its DRAM term is that of the real traffic. Without it, M = 16 with 16 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from genome import Problem
 
@@ -59,15 +59,17 @@ def reduce_groups(m: int, n: int, splits: int, n_sms: int) -> int:
     return groups
 
 
-def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: DeviceSpec) -> SimBreakdown:
+def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: DeviceSpec,
+          inner_model: "Callable[..., SimBreakdown]" = sm90_model) -> SimBreakdown:
+    """`inner_model` prices the GEMM of one split (sm90_cutlass's model; a derived family passes its own)."""
     splits = int(params["ksplit"])
     tm = int(params["tile_m"])
     stacked = Problem(-(-problem.m // tm) * tm * splits, problem.n, max(8, problem.k // splits))
-    inner = sm90_model(params, stacked, sp, dev)
+    inner = inner_model(params, stacked, sp, dev)
     missing = 2.0 * problem.n * problem.k - 2.0 * stacked.n * stacked.k      # the other splits' slices of W
     if inner.dram_bytes > 0 and missing > 0:
         scale = inner.dram_bytes / (inner.dram_bytes + missing)
-        inner = sm90_model(params, stacked, replace(sp, l2_bw_ratio=sp.l2_bw_ratio / scale),
+        inner = inner_model(params, stacked, replace(sp, l2_bw_ratio=sp.l2_bw_ratio / scale),
                            replace(dev, hbm_tbps=dev.hbm_tbps * scale))
         inner = replace(inner, dram_bytes=inner.dram_bytes + missing)
     if params.get("fixup") == "inkernel":

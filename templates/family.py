@@ -191,7 +191,8 @@ def builtin_families() -> list[TemplateFamily]:
     from .sm90_swapab import FAMILY as SWAPAB
     from .skinny_tma import FAMILY as SKINNY_TMA
     from .stream_wgmma import FAMILY as STREAM_WGMMA
-    return [SM90, SKINNY, PADDED, SM80, SPLITK, LEAN, CPASYNC, SWAPAB, SKINNY_TMA, STREAM_WGMMA]
+    from .sm90_swapab_splitk import FAMILY as SWAPAB_SPLITK
+    return [SM90, SKINNY, PADDED, SM80, SPLITK, LEAN, CPASYNC, SWAPAB, SKINNY_TMA, STREAM_WGMMA, SWAPAB_SPLITK]
 
 
 def default_family() -> str:

@@ -14,7 +14,7 @@ from templates import family_registry, render, template_blocks
 FAMILIES = family_registry()
 UNRENDERED = re.compile(r"\{\{\s*\w|\{%-?\s*(block|endblock|if|endif|for|raw|endraw|extends)\b")
 NAMES = ("sm90_cutlass", "skinny_mma", "sm90_padded", "sm80_cutlass", "sm90_splitk", "sm90_lean", "sm90_cpasync",
-         "sm90_swapab", "skinny_tma", "stream_wgmma")
+         "sm90_swapab", "skinny_tma", "stream_wgmma", "sm90_swapab_splitk")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -331,6 +331,38 @@ def test_sm90_swapab_runs_sm90_cutlass_on_the_transposed_problem():
     swapped = simulate_time_us(Genome.make("sm90_swapab", p), tall)
     assert swapped == pytest.approx(simulate_time_us(Genome.make("sm90_cutlass", p), wide))
     assert swapped != pytest.approx(simulate_time_us(Genome.make("sm90_cutlass", p), tall))
+
+
+def test_sm90_swapab_splitk_runs_sm90_splitk_on_the_transposed_problem():
+    fam, splitk = FAMILIES.resolve("sm90_swapab_splitk"), FAMILIES.resolve("sm90_splitk")
+    assert fam.space.names == splitk.space.names
+    assert [r.name for r in fam.space.rules] == [*(r.name for r in splitk.space.rules), "ws-persistent"]
+    assert fam.space.spec("fixup").choices == ("launch",) and fam.space.tile_axes == ("n", "m")
+    g = dict(fam.seeds())["ws_64x16x64_c4x1_k2"]
+    src = render(g, FAMILIES).source
+    # the batch of K slices on the kernel's problem (N, M, K): W its A operand, A its B operand, every fp32
+    # slice C^T column-major (C's row-major order), added by sm90_splitk's reduction launch unchanged
+    assert "args.problem_shape = {N, M, Ks, splits};" in src
+    assert "cute::make_shape(N, M, splits)" in src
+    assert "args.mainloop.ptr_A = static_cast<const ElementA*>(B);" in src
+    assert "using ElementD = float;" in src and "using LayoutD = cutlass::layout::ColumnMajor;" in src
+    assert "cutlass::gemm::KernelTmaWarpSpecialized;" in src and "reduce_splits<<<" in src
+    assert "InKernelReduceEpilogue" not in src
+    # sm90_splitk's kernel of the same parameters is untransposed, its knobs the same
+    same = {k: v for k, v in g.param_dict.items()}
+    plain = render(splitk.space.validate(Genome.make("sm90_splitk", dict(same, schedule="pingpong"))), FAMILIES).source
+    assert "args.problem_shape = {M, N, Ks, splits};" in plain and "cute::make_shape(M, N, splits)" in plain
+    assert fam.knob_vector(g) == splitk.knob_vector(Genome.make("sm90_splitk", same))
+    # in-kernel fix-up is not of this family; K must split evenly, as in sm90_splitk
+    assert not fam.space.is_valid(Genome.make("sm90_swapab_splitk", dict(same, fixup="inkernel")))
+    assert fam.space.is_valid(g, Problem(16, 4096, 14336))
+    assert "equal parts" in str(fam.space.violations(g.with_params(ksplit=3), Problem(16, 4096, 14336))[0])
+    # the model prices sm90_splitk's model of the transposed problem, the ws schedule with sm90_lean's GEMM
+    p = dict(same, schedule="cooperative", tile_m=128, tile_n=64, cluster_m=1, cluster_n=1)
+    assert simulate_time_us(Genome.make("sm90_swapab_splitk", p), Problem(64, 4096, 8192)) == pytest.approx(
+        simulate_time_us(Genome.make("sm90_splitk", p), Problem(4096, 64, 8192)))
+    ws_k2 = simulate_time_us(g, Problem(16, 4096, 14336))
+    assert ws_k2 > 0 and ws_k2 != pytest.approx(simulate_time_us(g.with_params(ksplit=4), Problem(16, 4096, 14336)))
 
 
 def test_padded_k_pad_is_a_runtime_knob_that_also_opens_aligned_k_with_a_bad_pitch():

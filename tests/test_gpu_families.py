@@ -36,6 +36,10 @@ FAMILY_SHAPES = [
     # K off every box (K % 64 != 0: the rows' ends zero-filled by TMA), a single row
     ("stream_wgmma", "128x4096x4096"), ("stream_wgmma", "8192x64x2048"), ("stream_wgmma", "100x1000x3000"),
     ("stream_wgmma", "1x2056x1032"),
+    # sm90_swapab_splitk: M and N unequal and off the tiles (a mix-up of the two, or of the partial sums' layout,
+    # fails the gate), M off the 16-row tile, a single row
+    ("sm90_swapab_splitk", "16x4096x4096"), ("sm90_swapab_splitk", "136x2056x1024"),
+    ("sm90_swapab_splitk", "1x1000x2048"),
 ]
 
 

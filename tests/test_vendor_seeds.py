@@ -113,6 +113,22 @@ def test_split_k_mirrors_as_the_familys_own_split():
     assert mirror(five, get_space("sm90_splitk"), Problem.parse("512x512x15360"), HANDPICKED).get("ksplit") == 5
 
 
+def test_a_swapped_split_k_pick_mirrors_in_sm90_swapab_splitk():
+    """cuBLASLt's pick at 16x4096x14336 on the H200: tile 128x16 (N x M: 128 along N, the wgmma M), split-K 4,
+    cluster 2x1x1 (2 along N). The swapped split-K family holds it as a batch of K slices and a reduction launch;
+    sm90_swapab as CUTLASS's stream-K scheduler's split-K; sm90_splitk not (its tile M, along M, starts at 64)."""
+    pick = VendorPick.read("v", config("128x16", cluster_id=3, splitk=4))
+    shape = Problem.parse("16x4096x14336")
+    space = get_space("sm90_swapab_splitk")
+    g = mirror(pick, space, shape, load_handpicked(("sm90_swapab_splitk",)))
+    assert (g.get("tile_m"), g.get("tile_n"), g.get("cluster_m"), g.get("cluster_n"), g.get("ksplit")) == \
+        (128, 16, 2, 1, 4)
+    assert space.is_valid(g, shape)
+    streamk = mirror(pick, get_space("sm90_swapab"), shape, HANDPICKED)
+    assert (streamk.get("tile_m"), streamk.get("splits"), streamk.get("decomposition")) == (128, 4, "split_k")
+    assert mirror(pick, get_space("sm90_splitk"), shape, HANDPICKED) is None
+
+
 def test_vendor_seeds_count_and_skip_what_is_taken():
     algos = {"cublaslt_autotuned": config("72x128", 9), "cublaslt_heuristic": config("64x128", 3)}
     times = {"cublaslt_autotuned": 7.3, "cublaslt_heuristic": 7.4}
