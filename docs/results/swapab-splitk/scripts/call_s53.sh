@@ -6,7 +6,8 @@
 #  2. evogemm bench --per-shape of kernels/ (sm90_swapab_splitk, make_kernels.py), the sm90_swapab neighbourhood
 #     of the vendor's 64x16 mirror (../skinny-swapab/kernels), the skinny_tma and skinny_mma seeds
 #     (../skinny-swapab/refs) and each public shape's recorded best (../h200-public-10/selection), at suite.yaml,
-#     interleaved with the six vendor baselines.
+#     interleaved with the six vendor baselines;
+#  3. on an H200, in the time left, up to two A/A checks of ../aa-median-interval (its suite.yaml, the recorded best).
 # Carry .kc/whl, .kc/s48/pcache.txz, .kc/s49/rev2.txz, .kc/s50/skinny.txz, .kc/s53/scache.txz (every kernel built
 # on the CPU machine; a missing one builds on the device). One archive comes back.
 set -u
@@ -34,4 +35,17 @@ timeout $L python -m experiments.cli bench --modes device --cache $C --timing '{
   --suite $S/suite.yaml --kernels $S/kernels $K/kernels $K/refs docs/results/h200-public-10/selection \
   --out $OUT0/r/bench > $OUT0/r/bench/bench.log 2>&1
 echo "bench rc=$? at $(( $(date +%s) - T0 )) s"; grep -E "^\| [0-9]|geomean" $OUT0/r/bench/bench.md | cut -c1-80
+# 3. on an H200, in what is left: the A/A check of ../aa-median-interval (each shape's recorded best at the four public
+#    shapes over 1 ms), as call_s51.sh runs it
+if grep -q H200 $OUT0/r/gpu.txt; then
+  A=docs/results/aa-median-interval
+  for name in aa1 aa2; do
+    L=$(left); [ $L -gt 60 ] || break
+    mkdir -p $OUT0/r/$name
+    timeout $(( L < 150 ? L : 150 )) python -m experiments.cli bench --modes device --cache $C --timing '{"repeats":5}' \
+      --per-shape --suite $A/suite.yaml --kernels docs/results/h200-public-10/selection --out $OUT0/r/$name \
+      > $OUT0/r/$name/bench.log 2>&1
+    echo "$name rc=$? at $(( $(date +%s) - T0 )) s"; grep -E "A/A" $OUT0/r/$name/bench.md | cut -c1-220
+  done
+fi
 cd $OUT0 && tar czf results.tgz --exclude=gpu0-worker.log r && rm -rf r && ls -la
