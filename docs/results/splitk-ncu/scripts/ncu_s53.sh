@@ -2,7 +2,9 @@
 # Session 53: Nsight Compute on the 512x512x16384 kernels (the public shape furthest from its target: 1.00x the vendor,
 # issue 8 asks 1.15x): the record's sm90_splitk ping-pong 64x128 with 4 splits (b4323ae6, grouped reduction, pdl),
 # the cooperative 128x128 with 8 splits (5c2f7e48) and the vendor's (torch.matmul), the GEMM and the reduction of the
-# second of three calls each, clocks left alone. Any GPU. Carry .kc/whl, .kc/s48/pcache.txz, .kc/s53/ncache.txz.
+# second of three calls each, clocks left alone (CACHE=none: caches left warm, as in the bench's back-to-back
+# graphs, where the partial sums are still in L2; default all: flushed before each kernel). Any GPU.
+# Carry .kc/whl, .kc/s48/pcache.txz, .kc/s53/ncache.txz.
 set -u
 T0=$(date +%s)
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .kc/whl/*.whl || exit 9
@@ -21,7 +23,7 @@ r = c.build_many([Genome.load(sys.argv[1])])[0]
 print(r.library, ",".join(str(k) for k in r.knobs))
 PY
 }
-NCU="ncu --clock-control none --launch-skip 2 --launch-count 2 --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__cycles_elapsed.avg.per_second,lts__t_bytes.sum,dram__bytes_read.sum,sm__warps_active.avg.per_cycle_active,lts__t_sectors_srcunit_tex_op_read.sum"
+NCU="ncu --clock-control none --cache-control ${CACHE:-all} --launch-skip 2 --launch-count 2 --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__cycles_elapsed.avg.per_second,lts__t_bytes.sum,dram__bytes_read.sum,sm__warps_active.avg.per_cycle_active,lts__t_sectors_srcunit_tex_op_read.sum"
 ONE=docs/results/h200-occupancy-prefetch/scripts/ncu_one.py
 S=512x512x16384
 for g in templates/sm90_splitk/seeds/pp_64x128x64_k4_grouped_pdl.json templates/sm90_splitk/seeds/coop_128x128x64_k8.json; do
