@@ -66,7 +66,9 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     tm = int(params["tile_m"])
     stacked = Problem(-(-problem.m // tm) * tm * splits, problem.n, max(8, problem.k // splits))
     inner = inner_model(params, stacked, sp, dev)
-    missing = 2.0 * problem.n * problem.k - 2.0 * stacked.n * stacked.k      # the other splits' slices of W
+    # the other splits' slices of the kernel's B operand (W here; A in sm90_swapab_splitk, which passes the
+    # transposed problem): the stacked problem holds one slice of it that all its rows share
+    missing = 2.0 * problem.n * problem.k - 2.0 * stacked.n * stacked.k
     if inner.dram_bytes > 0 and missing > 0:
         scale = inner.dram_bytes / (inner.dram_bytes + missing)
         inner = inner_model(params, stacked, replace(sp, l2_bw_ratio=sp.l2_bw_ratio / scale),

@@ -1,6 +1,7 @@
 """The simulator model of the `sm90_swapab_splitk` family: sm90_splitk's model (the GEMM of one split, the
-other splits' slices of W, the reduction launch) on the transposed problem (N, M, K) that the kernel computes,
-its GEMM priced by sm90_lean's model for the "ws" schedule and sm90_cutlass's otherwise, as sm90_swapab's is."""
+other splits' slices of the kernel's B operand, which is A here, and the reduction launch) on the transposed
+problem (N, M, K) that the kernel computes, its GEMM priced by sm90_lean's model for the "ws" schedule and
+sm90_cutlass's otherwise, as sm90_swapab's is."""
 
 from __future__ import annotations
 

@@ -46,6 +46,7 @@ def gpu_test_genomes() -> list[Genome]:
         out.update({g.id: g, auto.id: auto})
     out.update((g.id, g) for g in test_gpu_families.splitk_launch_genomes())   # ksplit is a runtime knob
     out.update((g.id, g) for g in test_gpu_families.wg_split_genomes())
+    out.update((g.id, g) for g in test_gpu_families.swapab_splitk_variant_genomes())   # ksplit: a runtime knob
     out.update((g.id, g) for g in test_gpu_families.interleave_genomes())   # cluster_k: a runtime knob
     out.update((g.id, g) for g in test_gpu_families.any_k_genomes())
     out.update((g.id, g) for g in test_gpu_families.skinny_tma_edge_genomes())

@@ -363,6 +363,15 @@ def test_sm90_swapab_splitk_runs_sm90_splitk_on_the_transposed_problem():
         simulate_time_us(Genome.make("sm90_splitk", p), Problem(4096, 64, 8192)))
     ws_k2 = simulate_time_us(g, Problem(16, 4096, 14336))
     assert ws_k2 > 0 and ws_k2 != pytest.approx(simulate_time_us(g.with_params(ksplit=4), Problem(16, 4096, 14336)))
+    from evaluator import sim_lean, sim_sm90, sim_splitk, sim_swapab_splitk
+    from evaluator.sim_device import SimParams, get_device
+    sp, dev, decode = SimParams(), get_device("h200"), Problem(128, 4096, 14336)
+    params = fam.space.params_of(g)
+    lean = sim_splitk.model(params, Problem(4096, 128, 14336), sp, dev, inner_model=sim_lean.model).total_us
+    assert sim_swapab_splitk.model(params, decode, sp, dev).total_us == pytest.approx(lean)
+    assert lean != pytest.approx(sim_splitk.model(params, Problem(4096, 128, 14336), sp, dev,
+                                                  inner_model=sim_sm90.model).total_us)
+    assert [r.name for r in fam.space.shape_rules] == ["even-split"]
 
 
 def test_padded_k_pad_is_a_runtime_knob_that_also_opens_aligned_k_with_a_bad_pitch():

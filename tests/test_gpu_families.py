@@ -40,6 +40,8 @@ FAMILY_SHAPES = [
     # fails the gate), M off the 16-row tile, a single row
     ("sm90_swapab_splitk", "16x4096x4096"), ("sm90_swapab_splitk", "136x2056x1024"),
     ("sm90_swapab_splitk", "1x1000x2048"),
+    # K / ksplit off the 64- and 128-wide K tiles (2080 and 1040): each split's last K tile zero-filled by TMA
+    ("sm90_swapab_splitk", "16x4096x4160"),
 ]
 
 
@@ -133,6 +135,30 @@ def test_splitk_reduction_launch_variants_pass_the_gate(evaluator, shape, ksplit
         print(shape, g.short(), m.status, m.rel_error, m.acc_error, m.time_us)
     failed = [(g.short(), m.status, m.reason) for g, m in zip(genomes, results) if not m.ok]
     assert not failed, failed
+
+
+def swapab_splitk_variant_genomes() -> list:
+    """sm90_swapab_splitk's paths its seeds do not take: direct fp32 stores of the column-major partial sums (epilogue
+    nosmem), the grouped reduction (several threads a quad where C is small), a programmatic dependent reduction
+    launch behind the ws schedule, and splits of 3 and 6."""
+    fam = FAMILIES.resolve("sm90_swapab_splitk")
+    seeds = dict(fam.seeds())
+    ws, coop = seeds["ws_64x16x64_c4x1_k2"], seeds["coop_128x16x64_c2x1_k4"]
+    return [fam.space.validate(g) for g in (ws.with_params(epilogue="nosmem"), ws.with_params(pdl=1),
+                                            ws.with_params(reduce="grouped", ksplit=6),
+                                            coop.with_params(reduce="grouped", pdl=1, ksplit=3))]
+
+
+@pytest.mark.parametrize("shape", ["3x2056x6000", "40x1000x12000"])
+def test_swapab_splitk_variants_pass_the_gate(evaluator, shape):
+    """M under the 16-row tile, N off the 64- and 128-row tiles, and every K slice ending in a partial K tile
+    (6000 / 2, 3, 6 and 12000 / 2, 3, 6 are not multiples of 64); at 3x2056 the grouped reduction runs 4 threads a
+    quad, at 40x1000 one."""
+    problem = Problem.parse(shape)
+    fam = FAMILIES.resolve("sm90_swapab_splitk")
+    genomes = swapab_splitk_variant_genomes()
+    assert all(fam.space.is_valid(g, problem) for g in genomes)
+    assert_all_pass_the_gate(evaluator, genomes, problem)
 
 
 def interleave_genomes() -> list:
