@@ -349,7 +349,7 @@ def test_sm90_swapab_splitk_runs_sm90_splitk_on_the_transposed_problem():
     assert "cutlass::gemm::KernelTmaWarpSpecialized;" in src and "reduce_splits<<<" in src
     assert "InKernelReduceEpilogue" not in src
     # sm90_splitk's kernel of the same parameters is untransposed, its knobs the same
-    same = {k: v for k, v in g.param_dict.items()}
+    same = dict(g.param_dict)
     plain = render(splitk.space.validate(Genome.make("sm90_splitk", dict(same, schedule="pingpong"))), FAMILIES).source
     assert "args.problem_shape = {M, N, Ks, splits};" in plain and "cute::make_shape(M, N, splits)" in plain
     assert fam.knob_vector(g) == splitk.knob_vector(Genome.make("sm90_splitk", same))

@@ -25,13 +25,5 @@ fi
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .kc/whl/*.whl || exit 9
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 C=/tmp/pcache; [ -d $C ] || tar xJf .kc/s48/pcache.txz -C /tmp || exit 8
-S=docs/results/aa-median-interval
-for name in aa1 aa2 aa3; do
-  L=$(left); [ $L -gt 45 ] || break
-  mkdir -p $OUT0/r/$name
-  timeout $(( L < 150 ? L : 150 )) python -m experiments.cli bench --modes device --cache $C --timing '{"repeats":5}' \
-    --per-shape --suite $S/suite.yaml --kernels docs/results/h200-public-10/selection --out $OUT0/r/$name \
-    > $OUT0/r/$name/bench.log 2>&1
-  echo "$name rc=$? at $(( $(date +%s) - T0 )) s"; grep -E "A/A" $OUT0/r/$name/bench.log | cut -c1-220
-done
+T0=$T0 bash docs/results/aa-median-interval/scripts/aa_check.sh $(( T0 + LIMIT_S - 20 )) $C $OUT0/r aa1 aa2 aa3
 cd $OUT0 && tar czf results.tgz --exclude=gpu0-worker.log r && rm -rf r && ls -la

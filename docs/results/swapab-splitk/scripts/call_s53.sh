@@ -36,16 +36,7 @@ timeout $L python -m experiments.cli bench --modes device --cache $C --timing '{
   --out $OUT0/r/bench > $OUT0/r/bench/bench.log 2>&1
 echo "bench rc=$? at $(( $(date +%s) - T0 )) s"; grep -E "^\| [0-9]|geomean" $OUT0/r/bench/bench.md | cut -c1-80
 # 3. on an H200, in what is left: the A/A check of ../aa-median-interval (each shape's recorded best at the four public
-#    shapes over 1 ms), as call_s51.sh runs it
-if grep -q H200 $OUT0/r/gpu.txt; then
-  A=docs/results/aa-median-interval
-  for name in aa1 aa2; do
-    L=$(left); [ $L -gt 60 ] || break
-    mkdir -p $OUT0/r/$name
-    timeout $(( L < 150 ? L : 150 )) python -m experiments.cli bench --modes device --cache $C --timing '{"repeats":5}' \
-      --per-shape --suite $A/suite.yaml --kernels docs/results/h200-public-10/selection --out $OUT0/r/$name \
-      > $OUT0/r/$name/bench.log 2>&1
-    echo "$name rc=$? at $(( $(date +%s) - T0 )) s"; grep -E "A/A" $OUT0/r/$name/bench.md | cut -c1-220
-  done
-fi
+#    shapes over 1 ms: ../../aa-median-interval/scripts/aa_check.sh, which call_s51.sh runs too)
+grep -q H200 $OUT0/r/gpu.txt && T0=$T0 MIN_S=60 bash docs/results/aa-median-interval/scripts/aa_check.sh \
+  $(( T0 + LIMIT_S - 20 )) $C $OUT0/r aa1 aa2
 cd $OUT0 && tar czf results.tgz --exclude=gpu0-worker.log r && rm -rf r && ls -la
