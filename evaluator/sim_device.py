@@ -61,7 +61,7 @@ class DeviceSpec:
     smem_per_block: int       # opt-in maximum shared memory per block
     # which revision of the family models prices kernels on it (evolution.campaign_spaces.SEED_MODEL_REVISION):
     # a campaign created before a model changed orders its seeds as it did then, so that its resume replays
-    model_revision: int = 5
+    model_revision: int = 6
 
     @property
     def clk_per_us(self) -> float:

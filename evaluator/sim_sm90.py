@@ -19,7 +19,10 @@ The model (each term is a named function below; every coefficient lives in `SimP
   occupancy); a CTA's time is its tile count x (mainloop + exposed epilogue). A kernel of one CTA per tile
   (sm90_lean, `persistent=False`) has its tiles padded to whole clusters only, in the hardware's order (M
   fastest), in waves of `usable_ctas`. (Model revision 2, kept for older campaigns: every kernel as a
-  persistent one on `usable_ctas`.)
+  persistent one on `usable_ctas`.) From revision 6 such a kernel with an explicit stage count that leaves room
+  for two or more CTAs an SM (`ws_resident_ctas`) runs its grid in waves of that many times `usable_ctas` where
+  the grid holds more CTAs than the SMs, the CTAs of an SM sharing its tensor pipe and ingress
+  (`co_resident_ctas`).
   Stream-K spreads the K iterations evenly over the SMs (hybrid data-parallel + stream-K under
   the heuristic decomposition) and pays a fixup per partial tile; split-K multiplies the tile
   count and adds a reduction through an fp32 workspace.
@@ -43,6 +46,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from genome import Genome, Problem, SearchSpace
 from genome import sm90_cutlass_space as _sm90
+from genome.sm90_resources import ws_resident_ctas
 
 from .sim_device import DeviceSpec, SimBreakdown, SimParams, cdiv
 
@@ -77,6 +81,17 @@ def persistent_ctas(cluster_size: int, dev: DeviceSpec) -> int:
     gpcs, residual = (1, 0) if dev.n_sms < per_gpc else divmod(dev.n_sms, per_gpc)
     ctas = gpcs * (per_gpc - per_gpc % cluster_size) + residual - residual % cluster_size
     return min(dev.n_sms, ctas, usable_ctas(cluster_size, dev))
+
+
+def co_resident_ctas(params: Mapping[str, Any], grid_ctas: int, usable: int, dev: DeviceSpec) -> int:
+    """CTAs of a one-CTA-a-tile kernel that share an SM from model revision 6 (1 before): the hardware spreads a
+    grid over the SMs before it puts a second CTA on one, so a grid of at most `usable` CTAs runs one an SM, and
+    a larger one as many as fit (`ws_resident_ctas`: shared memory, threads, registers). Measured on an H100
+    (session 54, docs/results/splitk-two-ctas): 192-256 CTAs of a 64x128 ws tile with 4 stages took 0.77-0.97x
+    the time of the same tile with the automatic stage count (one CTA an SM, two waves)."""
+    if dev.model_revision < 6 or grid_ctas <= usable:
+        return 1
+    return max(1, min(ws_resident_ctas(params), cdiv(grid_ctas, usable)))
 
 
 def log_swizzle(tiles_m: int, tiles_n: int, max_swizzle: int) -> int:
@@ -275,6 +290,9 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     cutlass_grid = revised and persistent and params.get("cluster_grid", "cutlass") == "cutlass"
     ctas_max = persistent_ctas(csize, dev) if cutlass_grid else usable_ctas(csize, dev)
     n_clusters = (ptm // cm) * (ptn // cn)
+    # CTAs an SM runs at once (one CTA a tile, an explicit stage count: from revision 6), which share its pipes
+    share = 1 if persistent else co_resident_ctas(params, n_clusters * csize, ctas_max, dev)
+    ctas_max *= share
     slots = max(1, ctas_max // csize)
     ctas = min(ctas_max, n_clusters * csize)
 
@@ -307,7 +325,7 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     # per-iteration and per-tile
     t_mma = mma_iteration_us(tm, tn, tk, schedule, csize, sp, dev, split_n=_sm90.split_n(params))
     t_in = ingress_iteration_us(tm, tn, tk, sp, dev)
-    t_iter = mainloop_iteration_us(t_mma, t_in, stages, latency, sp)
+    t_iter = mainloop_iteration_us(share * t_mma, share * t_in, stages, latency, sp)
     t_epi = epilogue_us(tm, tn, params["epilogue"], sp, dev)
     reduction = params["reduction"]
     t_fix = lambda pieces: fixup_us(tm, tn, pieces, reduction, sp, dev)  # noqa: E731

@@ -31,8 +31,10 @@ META_KEY = "space_revision"
 # 4: skinny_mma's any-K kernel priced with a factor fitted to measured any-K / aligned time ratios (session 43,
 # sim_skinny.ANY_K_BODY_FACTOR, on an H100).
 # 5: that factor fitted on the H200 after the any-K kernel's plain loads (session 44, ANY_K_BODY_FACTOR_H200).
+# 6: a one-CTA-a-tile (ws) kernel with an explicit stage count runs two or more CTAs an SM where its grid holds more
+# CTAs than the SMs, sharing the SM's pipes (session 54, sim_sm90.co_resident_ctas).
 SEED_MODEL_KEY = "seed_model_revision"
-SEED_MODEL_REVISION = 5
+SEED_MODEL_REVISION = 6
 
 # What a campaign's vendor mirrors (population.vendor_seeds) are. A campaign that recorded none was created at 1.
 # 1: session 48's mirrors (evolution/vendor_seeds.py).

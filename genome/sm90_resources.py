@@ -11,7 +11,12 @@ from .space import ShapeRule
 
 SMEM_BYTES_PER_BLOCK = 232448  # 227 KB: the opt-in maximum on sm_90
 SMEM_BYTES_PER_SM = 233472     # 228 KB an SM, of which 1 KB is reserved per resident block
+THREADS_PER_SM = 2048
+REGS_PER_SM = 65536
 BYTES_FP16 = 2
+# a ws thread's registers beside its accumulators: ptxas gave sm90_swapab_splitk's 64x128x64 ws tile (64 accumulators
+# a consumer thread) 90 registers (session 54, docs/results/splitk-two-ctas)
+WS_OTHER_REGS = 26
 
 
 def split_n(p: Mapping[str, Any]) -> bool:
@@ -62,6 +67,18 @@ def acc_regs_per_thread(p: Mapping[str, Any]) -> int:
     """fp32 accumulators each consumer thread holds: cooperative splits the tile over two warpgroups."""
     consumer_threads = 256 if p["schedule"] == "cooperative" else 128
     return p["tile_m"] * p["tile_n"] // consumer_threads
+
+
+def ws_resident_ctas(p: Mapping[str, Any]) -> int:
+    """CTAs of a `ws` kernel (one producer and one consumer warpgroup, one CTA a tile, not persistent) that one SM
+    holds at once: as many as its shared memory (an explicit stage count: the automatic one fills the SM), threads
+    and registers (the accumulators plus WS_OTHER_REGS a thread, every thread alike) allow."""
+    if not p["stages"]:
+        return 1
+    threads = 256
+    by_smem = SMEM_BYTES_PER_SM // (smem_bytes(p) + 1024)
+    by_regs = REGS_PER_SM // (threads * (acc_regs_per_thread(p) + WS_OTHER_REGS))
+    return max(1, min(by_smem, THREADS_PER_SM // threads, by_regs))
 
 
 def shrink_ring(p: dict, fits: Callable[[Mapping[str, Any]], bool], min_rows: int) -> dict:

@@ -183,6 +183,53 @@ def test_a_lean_grid_is_padded_to_its_clusters_not_to_the_swizzle():
     assert by_raster["along_m", 2] > 1.1 * by_raster["along_n", 2]
 
 
+def test_ws_resident_ctas_follow_shared_memory_threads_and_registers():
+    """A ws kernel (256 threads, one CTA a tile) with an explicit stage count leaves room for more CTAs an SM; the
+    automatic stage count fills the SM. sm90_swapab_splitk's 64x128x64 tile with 4 stages built to 99,328 bytes of
+    shared memory and 90 registers a thread (session 54): two an SM."""
+    from genome.sm90_resources import ws_resident_ctas
+    tile = {"schedule": "ws", "tile_m": 64, "tile_n": 128, "tile_k": 64, "epilogue": "tma"}
+    assert ws_resident_ctas(dict(tile, stages=0)) == 1
+    assert ws_resident_ctas(dict(tile, stages=4)) == 2
+    assert ws_resident_ctas(dict(tile, stages=8)) == 1                        # 197 KB
+    assert ws_resident_ctas(dict(tile, tile_n=64, stages=4)) == 3             # 66 KB, 58 registers
+    assert ws_resident_ctas(dict(tile, tile_m=128, tile_n=256, stages=2)) == 1  # 256 accumulators a thread
+
+
+def test_ws_kernels_with_few_stages_share_an_sm_from_revision_6():
+    """Model revision 6: a one-CTA-a-tile kernel whose grid exceeds the SMs runs two or more CTAs an SM where its
+    shared memory, threads and registers allow, sharing the SM's pipes; a grid that fits the SMs runs one an SM.
+    Session 37 timed 40 sm90_lean kernels with 3-4 stages (two or more an SM) and the automatic count at 20 shapes on
+    the H200 (docs/results/h200-occupancy-prefetch/call1/occ): revision 5, one CTA an SM whatever the stages, ranked
+    them with a mean Spearman of 0.46, revision 6 with 0.75."""
+    from dataclasses import replace
+    from evaluator.sim_device import get_device
+    dev = get_device("h200")
+    old = replace(dev, model_revision=5)
+    lean = {"schedule": "ws", "tile_m": 64, "tile_n": 128, "tile_k": 64, "cluster_m": 1, "cluster_n": 1,
+            "stages": 4, "epilogue": "tma", "scheduler": "persistent", "raster": "heuristic", "swizzle": 1,
+            "splits": 1, "decomposition": "heuristic", "reduction": "deterministic"}
+    few, auto = (Genome.from_dict({"family": "sm90_lean", "params": dict(lean, stages=s)}) for s in (4, 0))
+    # 8 x 16 = 128 tiles: one an SM, at both revisions; 16 x 16 = 256: two an SM, one wave instead of two
+    for shape, shared in (("512x2048x4096", False), ("1024x2048x4096", True), ("2048x1024x1024", True)):
+        b6, b5 = (simulate_breakdown(few, shape, SP, device=d) for d in (dev, old))
+        if shared:
+            assert b6.waves < 1 < b5.waves and b6.compute_us < 0.9 * b5.compute_us and b6.total_us < b5.total_us
+        else:
+            assert b6 == b5
+        assert simulate_breakdown(auto, shape, SP, device=dev) == simulate_breakdown(auto, shape, SP, device=old)
+    path = Path(__file__).resolve().parent.parent / "docs/results/h200-occupancy-prefetch/call1/occ/bench.json"
+    rho = {5: [], 6: []}
+    for s in json.loads(path.read_text())["shapes"]:
+        runs = [(Genome.from_dict(k["genome"]), k["measurement"]["device"]["median_us"]) for k in s["kernels"]
+                if k["measurement"]["status"] == "ok"]
+        measured = [us for _, us in runs]
+        for rev, d in ((6, dev), (5, old)):
+            rho[rev].append(spearman([simulate_time_us(g, s["problem"], SP, device=d) for g, _ in runs], measured))
+    assert len(rho[6]) == 20
+    assert np.mean(rho[6]) > 0.7 > 0.5 > np.mean(rho[5])
+
+
 def test_split_k_and_stream_k_help_small_mn_with_large_k():
     p = "64x64x4096"
     plain = simulate_time_us(make(tile_n=64, cluster_m=1), p, SP)
