@@ -87,7 +87,7 @@ def co_resident_ctas(params: Mapping[str, Any], grid_ctas: int, usable: int, dev
     """CTAs of a one-CTA-a-tile kernel that share an SM from model revision 6 (1 before): the hardware spreads a
     grid over the SMs before it puts a second CTA on one, so a grid of at most `usable` CTAs runs one an SM, and
     a larger one as many as fit (`ws_resident_ctas`: shared memory, threads, registers). Measured on an H100
-    (session 54, docs/results/splitk-two-ctas): 192-256 CTAs of a 64x128 ws tile with 4 stages took 0.77-0.97x
+    (session 54, docs/results/splitk-two-ctas): 192-256 CTAs of a 64x128 ws tile with 4 stages took 0.89-0.96x
     the time of the same tile with the automatic stage count (one CTA an SM, two waves)."""
     if dev.model_revision < 6 or grid_ctas <= usable:
         return 1
