@@ -1,5 +1,5 @@
 #!/bin/bash
-# Prepared in session 49, not yet run. On an H200 only (on any other GPU it stops at once): the public bench of
+# Prepared in session 49; run in session 54 (../h200-public-12/call1, call2). On an H200 only (on any other GPU it stops at once): the public bench of
 # ../h200-public-11 (the recorded best kernels of each shape and both H100-pick mirror sets) with mirrors-new/ (the
 # 14 mirrors a new campaign, revision 2 of evolution/vendor_seeds.py, makes from the H200's own picks that no bench
 # has timed: the swapped 320x128 and 192x192 tiles, the twins without the cluster), interleaved with the six vendor

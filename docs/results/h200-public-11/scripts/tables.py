@@ -1,5 +1,5 @@
 """Session 49's three H200 benches of the public suite (the same command three times: call1/pub, call2/pub2,
-call3/pub3) against the record (../h200-public.json): per shape the ratio of the best vendor baseline to the best
+call3/pub3) against the record of session 21 (../h200-public-2026-11-30-s21.json, h200-public.json until session 54): per shape the ratio of the best vendor baseline to the best
 kernel in each call, their median, the paired median of each call's focused run, the A/A range where the best
 vendor takes over 1 ms, and which kernel set the call's best kernel came from. Reads JSON, measures nothing.
 usage: python scripts/tables.py > tables.md   (from docs/results/h200-public-11)"""
@@ -37,7 +37,7 @@ def kernel_set(genome_id: str) -> str:
 
 
 def main() -> None:
-    record = {s["problem"]: s for s in json.loads((HERE.parent / "h200-public.json").read_text())["shapes"]}
+    record = {s["problem"]: s for s in json.loads((HERE.parent / "h200-public-2026-11-30-s21.json").read_text())["shapes"]}
     calls = [{s["problem"]: s for s in json.loads((HERE / c / "bench.json").read_text())["shapes"]} for c in CALLS]
     print("| shape | record (s21) | call 1 | call 2 | call 3 | median of 3 | paired, 3 calls | A/A range over 1 ms | "
           "best kernel's set, 3 calls |")
