@@ -91,7 +91,7 @@ def co_resident_ctas(params: Mapping[str, Any], grid_ctas: int, usable: int, dev
     the time of the same tile with the automatic stage count (one CTA an SM, two waves)."""
     if dev.model_revision < 6 or grid_ctas <= usable:
         return 1
-    return max(1, min(ws_resident_ctas(params), cdiv(grid_ctas, usable)))
+    return min(ws_resident_ctas(params), cdiv(grid_ctas, usable))
 
 
 def log_swizzle(tiles_m: int, tiles_n: int, max_swizzle: int) -> int:

@@ -219,15 +219,11 @@ def test_ws_kernels_with_few_stages_share_an_sm_from_revision_6():
             assert b6 == b5
         assert simulate_breakdown(auto, shape, SP, device=dev) == simulate_breakdown(auto, shape, SP, device=old)
     path = Path(__file__).resolve().parent.parent / "docs/results/h200-occupancy-prefetch/call1/occ/bench.json"
-    rho = {5: [], 6: []}
-    for s in json.loads(path.read_text())["shapes"]:
-        runs = [(Genome.from_dict(k["genome"]), k["measurement"]["device"]["median_us"]) for k in s["kernels"]
-                if k["measurement"]["status"] == "ok"]
-        measured = [us for _, us in runs]
-        for rev, d in ((6, dev), (5, old)):
-            rho[rev].append(spearman([simulate_time_us(g, s["problem"], SP, device=d) for g, _ in runs], measured))
-    assert len(rho[6]) == 20
-    assert np.mean(rho[6]) > 0.7 > 0.5 > np.mean(rho[5])
+    runs = [{"genome": k["genome"], "problem": s["problem"], "time_us": k["measurement"]["device"]["median_us"]}
+            for s in json.loads(path.read_text())["shapes"] for k in s["kernels"] if k["measurement"]["status"] == "ok"]
+    rho = {rev: rank_report(runs, SP, device=d) for rev, d in ((6, dev), (5, old))}
+    assert rho[6]["shapes"] == 20 and rho[6]["skipped"] == 0
+    assert rho[6]["spearman_within_shape_mean"] > 0.7 > 0.5 > rho[5]["spearman_within_shape_mean"]
 
 
 def test_split_k_and_stream_k_help_small_mn_with_large_k():
