@@ -4,10 +4,11 @@
 # (../probe/hall_of_fame: tile_k 128 twins of the best configurations at 128x28672x4096, 256x12288x4096 and
 # 512x8192x28672, timed at their own shapes), the sm90_swapab_splitk gpu tests, then in what is left of LIMIT_S the A/A
 # check (../../aa-median-interval/scripts/aa_check.sh). On any other GPU: the gpu tests and a bench of the three
-# probed shapes only (not an H200 figure). Carry .kc/whl and .kc/s55/cache.txz (every kernel built on the CPU machine).
+# probed shapes only (not an H200 figure), or with H100_DONE=1 nothing. Carry .kc/whl and .kc/s55/cache.txz (every kernel built on the CPU machine).
 set -u
 T0=$(date +%s); LIMIT_S=${LIMIT_S:-560}
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader | tee $OUT/gpu.txt
+if ! grep -q H200 $OUT/gpu.txt && [ -n "${H100_DONE:-}" ]; then echo "not an H200 (H100_DONE): nothing"; exit 0; fi
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .kc/whl/*.whl || exit 9
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 C=/tmp/kc; mkdir -p $C && tar xJf .kc/s55/cache.txz -C $C || exit 8
