@@ -1,10 +1,12 @@
-"""How well the simulator (revision 6) ranks every recorded H200 bench's kernels when its load latencies
+"""How well the simulator (revision 6, with the calibration campaigns use: evaluator/calibration/h200.json, or the
+built-in defaults with --defaults) ranks every recorded H200 bench's kernels when its load latencies
 (SimParams.load_latency_us and miss_latency_us) are scaled: per bench evaluator.sim_fit.rank_report, then the mean
 Spearman within a shape and the geomean of the measured time of the model's pick over the measured best, each
 weighted by the bench's shapes. Every bench.json under docs/results/ whose device is an H200, with 20 or more passing
 kernel runs (files over 60 MB skipped). Measures nothing on a GPU.
 
-usage (repository root): python docs/results/h200-tilek128/scripts/latency_ranks.py [SCALE ...]   (default 1 1.5 2 2.5 3)
+usage (repository root): python docs/results/h200-tilek128/scripts/latency_ranks.py [--defaults] [SCALE ...]
+       (default scales 1 1.5 2 2.5 3)
 """
 import glob
 import json
@@ -14,7 +16,7 @@ import sys
 import warnings
 from dataclasses import replace
 
-from evaluator.sim_device import SimParams
+from evaluator.sim_device import SimParams, resolve_calibration
 from evaluator.sim_fit import rank_report
 
 
@@ -39,10 +41,13 @@ def benches() -> list[tuple[str, list[dict]]]:
 
 def main() -> None:
     warnings.filterwarnings("ignore")
-    scales = [float(x) for x in sys.argv[1:]] or [1.0, 1.5, 2.0, 2.5, 3.0]
+    args = sys.argv[1:]
+    defaults = "--defaults" in args
+    scales = [float(x) for x in args if x != "--defaults"] or [1.0, 1.5, 2.0, 2.5, 3.0]
     found = benches()
-    print(f"{len(found)} H200 benches, {sum(len(r) for _, r in found)} kernel runs")
-    base = SimParams()
+    base, name = (SimParams(), "built-in defaults") if defaults else resolve_calibration(None)
+    print(f"{len(found)} H200 benches, {sum(len(r) for _, r in found)} kernel runs; parameters: {name} "
+          f"(load_latency_us {base.load_latency_us:g}, miss_latency_us {base.miss_latency_us:g})")
     for scale in scales:
         sp = replace(base, load_latency_us=base.load_latency_us * scale, miss_latency_us=base.miss_latency_us * scale)
         spearman = log_pick = 0.0
