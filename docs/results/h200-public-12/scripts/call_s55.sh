@@ -1,4 +1,5 @@
 #!/bin/bash
+# Not run: session 55 ran ../../h200-tilek128/scripts/call_s55.sh instead (the same bench plus tile_k 128 probes).
 # Prepared in session 54 for the next H200 (on any other GPU it stops at once): the public bench of this folder
 # (../../h200-mirrors-rev2/scripts/call_s50b.sh's kernels: each shape's recorded best, the two H100-pick mirror sets,
 # the H200-pick mirrors) plus sm90_swapab_splitk eb37e6ad (ws 64x128x64, automatic stages, K split 4 ways, pdl, the

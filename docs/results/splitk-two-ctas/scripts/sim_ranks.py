@@ -15,7 +15,7 @@ from evaluator.sim_fit import rank_report
 
 def records(bench: dict) -> list[dict]:
     return [{"genome": k["genome"], "problem": s["problem"], "time_us": k["measurement"]["device"]["median_us"]}
-            for s in bench["shapes"] for k in s["kernels"]
+            for s in bench["shapes"] for k in s.get("kernels", [])
             if k["measurement"].get("status") == "ok" and k["measurement"].get("device")]
 
 
