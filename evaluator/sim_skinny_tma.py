@@ -7,7 +7,8 @@
 * achievable bandwidth: the measured HBM bandwidth times the run-length efficiency of `pieces` (runs of
   128 x pieces bytes of a row; `RUN_EFFICIENCY`), capped by Little's law: the ring's bytes in flight on
   the grid's CTAs over the loaded DRAM latency;
-* the small operand: a 16-row box beside every stage, re-read from L2 once per row block;
+* the small operand: a 16-row box beside every stage, re-read from L2 once per row block (y_resident: once per
+  CTA, with its first row block; the ring then holds X alone);
 * an SM's fill rate: both boxes through its TMA unit at `SM_FILL_BYTES_PER_US` (binding where the row blocks
   are fewer than the SMs, and for 16-row boxes, whose small-operand box is as large as the streamed one);
 * the consumer warps: each k16 step of a warp at `STEP_US` (binding with few warps a 16-row group);
@@ -62,7 +63,8 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
 
     hbm = sp.hbm_efficiency * dev.hbm_tbps * 1e6          # bytes per microsecond
     x_bytes = 2.0 * R * K
-    y_bytes = 2.0 * 16 * chunks * 64 * pieces * row_blocks   # a 16-row box beside each stage, from L2
+    y_reads = grid if p.get("y_resident", 0) else row_blocks  # Y's K read from L2 once a CTA, or once a row block
+    y_bytes = 2.0 * 16 * chunks * 64 * pieces * y_reads      # a 16-row box beside each stage, from L2
     dram_bytes = x_bytes + 2.0 * S * K + 2.0 * M * N
     inflight = grid * stages * 128.0 * rows * pieces
     bandwidth = min(hbm * RUN_EFFICIENCY.get(pieces, 0.95), inflight / DRAM_LATENCY_US)

@@ -19,7 +19,8 @@ from typing import Any
 #    occupancy API's count; session 40).
 # 6: sm90_splitk's fixup (inkernel: the splits of a tile add their partial sums in the GEMM's epilogue; session 41).
 # 7: skinny_mma runs any K, not only multiples of 8 (a shape rule's version, `ShapeRule.since`; session 42).
-SPACE_REVISION = 7
+# 8: skinny_tma's y_resident (the small operand's whole K kept in shared memory; session 56).
+SPACE_REVISION = 8
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ that DRAM sees runs of 128 x `pieces` bytes a row; the other operand ("Y", at mo
 One producer thread issues the loads, `consumer_warps` warps multiply with mma.sync from ldmatrix. Rules keep
 the stages within shared memory and the warps a whole tiling of a stage; shape rules ask for at most 16 rows of
 the small operand and K a multiple of 8 (TMA's 16-byte row pitch). Measured first as a prototype
-(docs/results/h200-tma-stream/).
+(docs/results/h200-tma-stream/). `y_resident` (space revision 8) keeps Y's whole K in shared memory after a CTA's
+first row block, so the ring carries X alone; a shape rule then bounds K by the shared memory left.
 """
 
 from __future__ import annotations
@@ -33,15 +34,27 @@ PARAMS = (
                                                "consumer_warps / (rows / 16) of them, splitting a stage's k"),
     ParamSpec("ctas_per_sm", (1, 2), kind="runtime",
               doc="CTAs launched per SM (the grid: SMs x this, at most the row blocks); 2 where two fit"),
+    ParamSpec("y_resident", (0, 1), implicit=True, revision=8,
+              doc="1: Y's whole K stays in shared memory after a CTA's first row block (read from L2 once a CTA, "
+                  "not once a row block) and the ring carries X alone; shared memory grows with K"),
 )
 
 BLOCKS = ("includes", "config", "kernel", "launch", "abi")
 
 
 def smem_bytes(p: Mapping[str, Any]) -> int:
-    """Dynamic shared memory of a CTA: the ring, the consumer warps' partial tiles and the 1 KB alignment pad."""
-    stage = 128 * p["pieces"] * (p["rows"] + 16)
+    """Dynamic shared memory of a CTA without Y's K (see `y_region_bytes`): the ring (X's box and, unless y_resident,
+    Y's box a stage), the consumer warps' partial tiles and the 1 KB alignment pad."""
+    stage = 128 * p["pieces"] * (p["rows"] + (0 if p.get("y_resident", 0) else 16))
     return p["stages"] * stage + p["consumer_warps"] * 256 * 4 + 1024
+
+
+def y_region_bytes(p: Mapping[str, Any], k: int) -> int:
+    """y_resident: Y's 16-row boxes of every stage's worth of K (whole stages: K rounded up to 64 x pieces)."""
+    if not p.get("y_resident", 0):
+        return 0
+    per_stage = 64 * p["pieces"]
+    return (k + per_stage - 1) // per_stage * 16 * 128 * p["pieces"]
 
 
 def _smem(p):
@@ -87,6 +100,18 @@ RULES = (
 )
 
 
+def _y_fits(p, problem: Problem):
+    if not p.get("y_resident", 0):
+        return None
+    total = smem_bytes(p) + y_region_bytes(p, problem.k)
+    if total + STATIC_SMEM_BYTES > SMEM_BYTES_PER_BLOCK:
+        return (f"y_resident keeps Y's K in shared memory: {y_region_bytes(p, problem.k) // 1024} KB at K = "
+                f"{problem.k} beside the ring's {smem_bytes(p) // 1024} KB exceeds 227 KB")
+    if p["ctas_per_sm"] == 2:
+        return two_ctas_smem_misfit(total, STATIC_SMEM_BYTES)
+    return None
+
+
 def _skinny(p, problem: Problem):
     small = min(problem.m, problem.n)
     if small > MAX_SMALL_DIM:
@@ -97,6 +122,7 @@ def _skinny(p, problem: Problem):
 SHAPE_RULES = (
     ShapeRule("skinny", f"min(M, N) <= {MAX_SMALL_DIM}", _skinny),
     tma_k_alignment(FAMILY),
+    ShapeRule("y-resident-fits", "y_resident: the ring and Y's K fit a CTA's shared memory (K bounded)", _y_fits),
 )
 
 

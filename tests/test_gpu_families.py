@@ -405,3 +405,30 @@ def test_skinny_tma_edge_configurations_pass_the_gate(evaluator, shape):
     genomes = [g for g in skinny_tma_edge_genomes() if st.is_valid(g, problem)]
     assert len(genomes) == 5, [v for g in skinny_tma_edge_genomes() for v in st.violations(g, problem)]
     assert_all_pass_the_gate(evaluator, genomes, problem)
+
+
+def y_resident_genomes() -> list:
+    """skinny_tma with Y's K resident in shared memory: 16 and 8 pieces a stage (two and four stages), 8 warps on a
+    16-row group, 32-row boxes (two 16-row groups read the same Y), two CTAs an SM (where Y's K is short)."""
+    from genome import Genome
+    st = FAMILIES.resolve("skinny_tma").space
+    cases = [dict(rows=16, pieces=16, stages=2, consumer_warps=4, ctas_per_sm=1, y_resident=1),
+             dict(rows=16, pieces=8, stages=4, consumer_warps=8, ctas_per_sm=1, y_resident=1),
+             dict(rows=32, pieces=4, stages=4, consumer_warps=8, ctas_per_sm=1, y_resident=1),
+             dict(rows=16, pieces=2, stages=6, consumer_warps=4, ctas_per_sm=2, y_resident=1)]
+    return [st.validate(Genome.make("skinny_tma", c)) for c in cases]
+
+
+# Y's boxes reused by later row blocks (more row blocks than CTAs: 256, 1250, 512 and 257), K off the stages (1000
+# and 2056: Y's last boxes zero-filled past K), two n8 tiles (S = 13, 9) and one (S = 1), A streamed (M > N); at
+# 16x4096x4096 two CTAs with Y's 128 KB do not fit an SM, so three of the four run there
+Y_RESIDENT_SHAPES = {"16x4096x4096": 3, "13x20000x1000": 4, "1x8191x2048": 4, "4104x9x2056": 4}
+
+
+@pytest.mark.parametrize("shape", sorted(Y_RESIDENT_SHAPES))
+def test_skinny_tma_y_resident_passes_the_gate(evaluator, shape):
+    problem = Problem.parse(shape)
+    st = FAMILIES.resolve("skinny_tma").space
+    genomes = [g for g in y_resident_genomes() if st.is_valid(g, problem)]
+    assert len(genomes) == Y_RESIDENT_SHAPES[shape], [v for g in y_resident_genomes() for v in st.violations(g, problem)]
+    assert_all_pass_the_gate(evaluator, genomes, problem)

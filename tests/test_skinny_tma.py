@@ -113,3 +113,53 @@ def test_the_model_ranks_the_prototypes_h100_runs():
         predicted += pred
     assert spearmanr(measured, predicted).statistic >= 0.8
 
+
+
+def test_y_resident_is_implicit_added_at_revision_8_and_bounded_by_k():
+    """y_resident (Y's whole K kept in shared memory) leaves older genomes' ids as they were, a campaign created
+    before revision 8 searches without it, and a shape rule refuses a K whose Y does not fit beside the ring."""
+    old = make(rows=16, pieces=16, stages=3, consumer_warps=4)
+    assert old.id.startswith("e4a94592") and "y_resident" not in old.param_dict
+    spec = next(p for p in SPACE.params if p.name == "y_resident")
+    assert spec.implicit and spec.revision == 8
+    assert SPACE.as_of(7).params[[p.name for p in SPACE.params].index("y_resident")].choices == (0,)
+    res = make(rows=16, pieces=16, stages=2, consumer_warps=4, y_resident=1)
+    assert res.id != make(rows=16, pieces=16, stages=2, consumer_warps=4).id
+    # the ring holds X alone: 2 x 32 KB, Y's K of 4096 another 128 KB
+    assert st.smem_bytes(res.param_dict) == 2 * 16 * 128 * 16 + 4 * 1024 + 1024
+    assert st.y_region_bytes(res.param_dict, 4096) == 4096 * 16 * 2
+    assert st.y_region_bytes(res.param_dict, 4100) == 5120 * 16 * 2          # whole stages of 1024 k
+    assert st.y_region_bytes(old.param_dict, 4096) == 0
+    assert SPACE.is_valid(res, Problem.parse("16x6144x4096"))
+    assert SPACE.is_valid(res, Problem.parse("6144x9x4096"))                  # A streamed
+    msgs = " ".join(str(v) for v in SPACE.violations(res, Problem.parse("16x4096x14336")))
+    assert "y-resident-fits" in msgs and "448 KB" in msgs
+    # three stages of 32 KB and Y's 128 KB do not fit; two CTAs an SM with Y resident only at short K
+    assert not SPACE.is_valid(make(rows=16, pieces=16, stages=3, consumer_warps=4, y_resident=1),
+                              Problem.parse("16x6144x4096"))
+    two = make(rows=16, pieces=4, stages=4, consumer_warps=4, ctas_per_sm=2, y_resident=1)
+    assert SPACE.is_valid(two, Problem.parse("16x6144x1024"))
+    assert not SPACE.is_valid(two, Problem.parse("16x6144x4096"))
+
+
+def test_y_resident_renders_a_ring_of_x_alone_and_a_k_sized_launch():
+    src = render(SPACE.validate(make(rows=16, pieces=8, stages=4, consumer_warps=4, y_resident=1)), FAMILIES).source
+    assert "constexpr bool kYResident = true;" in src and "smem_bytes_for(K), stream>>>" in src
+    assert "kYResident ? kMaxDynamicSmem : kSmemBytes" in src
+    off = render(SPACE.validate(make(rows=16, pieces=8, stages=4, consumer_warps=4)), FAMILIES).source
+    assert "constexpr bool kYResident = false;" in off
+
+
+def test_the_model_reads_y_once_a_cta_with_y_resident():
+    """Y through L2 and the TMA unit once a CTA: where the SMs' fill rate binds (the shipped H200 calibration at
+    16x6144x4096, both boxes of a stage 16 rows), the resident kernel is faster; where HBM binds, as fast."""
+    from evaluator.sim_device import resolve_calibration
+    dev = DEVICES["h200"]
+    shape = Problem.parse("16x6144x4096")                     # 384 row blocks on 132 CTAs
+    base = dict(rows=16, pieces=16, stages=2, consumer_warps=4, ctas_per_sm=1)
+    streamed, resident = model(base, shape, SimParams(), dev), model(dict(base, y_resident=1), shape, SimParams(), dev)
+    assert resident.l2_bytes < streamed.l2_bytes and resident.total_us == pytest.approx(streamed.total_us)
+    sp = resolve_calibration("h200")[0]
+    assert model(dict(base, y_resident=1), shape, sp, dev).total_us < 0.9 * model(base, shape, sp, dev).total_us
+    y = lambda b: b.l2_bytes - 2 * 6144 * 4096                # noqa: E731
+    assert y(streamed) == pytest.approx(y(resident) * 384 / 132)
