@@ -163,3 +163,23 @@ def test_the_model_reads_y_once_a_cta_with_y_resident():
     assert model(dict(base, y_resident=1), shape, sp, dev).total_us < 0.9 * model(base, shape, sp, dev).total_us
     y = lambda b: b.l2_bytes - 2 * 6144 * 4096                # noqa: E731
     assert y(streamed) == pytest.approx(y(resident) * 384 / 132)
+
+
+def test_y_resident_genomes_the_shape_free_rules_pass_fit_a_short_k_and_repair_shrinks_the_others():
+    """The shape-free rules count one stage's worth of Y's K with y_resident, so no genome they pass is refused at
+    every K, and a ring that leaves no room for Y is repaired (fewer stages or pieces) rather than kept."""
+    import itertools
+    short = Problem.parse("16x4096x64")
+    passed = 0
+    for rows, pieces, stages, warps, ctas in itertools.product((16, 32, 64), (1, 2, 4, 8, 16), (2, 3, 4, 6, 8),
+                                                               (2, 4, 8), (1, 2)):
+        g = make(rows=rows, pieces=pieces, stages=stages, consumer_warps=warps, ctas_per_sm=ctas, y_resident=1)
+        if SPACE.is_valid(g):
+            passed += 1
+            assert SPACE.is_valid(g, short), g.params
+    assert passed > 200
+    full = make(rows=16, pieces=16, stages=6, consumer_warps=4, y_resident=1)   # 192 KB of ring: no room for Y
+    assert st.smem_bytes(full.param_dict) + st.STATIC_SMEM_BYTES <= st.SMEM_BYTES_PER_BLOCK
+    assert "smem-capacity" in {v.rule for v in SPACE.violations(full)}
+    fixed = SPACE.repair(full, random.Random(0))
+    assert SPACE.is_valid(fixed, short) and fixed.param_dict["y_resident"] == 1
