@@ -122,7 +122,7 @@ def test_y_resident_is_implicit_added_at_revision_8_and_bounded_by_k():
     assert old.id.startswith("e4a94592") and "y_resident" not in old.param_dict
     spec = next(p for p in SPACE.params if p.name == "y_resident")
     assert spec.implicit and spec.revision == 8
-    assert SPACE.as_of(7).params[[p.name for p in SPACE.params].index("y_resident")].choices == (0,)
+    assert next(p for p in SPACE.as_of(7).params if p.name == "y_resident").choices == (0,)
     res = make(rows=16, pieces=16, stages=2, consumer_warps=4, y_resident=1)
     assert res.id != make(rows=16, pieces=16, stages=2, consumer_warps=4).id
     # the ring holds X alone: 2 x 32 KB, Y's K of 4096 another 128 KB
