@@ -3,7 +3,7 @@
 # configurations at the shapes of tests/test_gpu_families.py), then one `evogemm bench` of ../kernels (the y_resident
 # probes, their non-resident twins, the best recorded kernels at these decode shapes) at ten decode shapes, all six
 # vendor baselines interleaved. On an H200 also the public bench of ../../h200-tilek128/scripts/call_s55.sh (the
-# record's command) with ../kernels added, unless SKIP_PUB is set. Carry .kc/whl, .kc/s55/cache.txz and .kc/s56cache.txz.
+# record's command: its kernels include ../../h200-tilek128/probe) with ../kernels added, unless SKIP_PUB is set. Carry .kc/whl, .kc/s55/cache.txz and .kc/s56cache.txz.
 set -u
 T0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader | tee $OUT/gpu.txt
@@ -22,7 +22,7 @@ timeout 200 python -m experiments.cli bench --modes device --cache $C --timing '
 echo "probe bench rc=$? at $(( $(date +%s) - T0 )) s"; grep -E "geomean" $OUT/r/probe/bench.log | cut -c1-160
 if grep -q H200 $OUT/gpu.txt && [ -z "${SKIP_PUB:-}" ]; then
   timeout ${PUB_S:-300} python -m experiments.cli bench --modes device --cache $C --timing '{"repeats":5}' \
-    --per-shape --suite public --kernels $P/selection $Y/kernels $P/public-mirrors $P/public-mirrors-v2-new \
+    --per-shape --suite public --kernels $P/selection docs/results/h200-tilek128/probe $Y/kernels $P/public-mirrors $P/public-mirrors-v2-new \
     docs/results/h200-mirrors-rev2/mirrors-new docs/results/splitk-two-ctas/kernels/sm90_swapab_splitk-eb37e6ad.json \
     --out $OUT/r/pub > $OUT/r/pub/bench.log 2>&1
   echo "public bench rc=$? at $(( $(date +%s) - T0 )) s"; grep -E "geomean" $OUT/r/pub/bench.log | cut -c1-160
