@@ -31,6 +31,8 @@ PROBES = [
     tma(pieces=8, stages=4, consumer_warps=8, y_resident=1),
     tma(stages=2, consumer_warps=8, y_resident=1),
     tma(pieces=2, stages=8, y_resident=1),
+    tma(rows=32, pieces=4, stages=4, y_resident=1),          # 32-row boxes: half the row blocks (session 57)
+    tma(rows=32, pieces=4, stages=4, consumer_warps=8, y_resident=1),
 ]
 # the best recorded kernels at the probe's decode shapes, each from an H200 bench that timed it (id prefix, bench)
 RECORDED = (("bedab432", "docs/results/swapab-splitk/h200-s54/bench"),
