@@ -7,7 +7,7 @@
 * achievable bandwidth: the measured HBM bandwidth times the run-length efficiency of `pieces` (runs of
   128 x pieces bytes of a row; `RUN_EFFICIENCY`), capped by Little's law: the ring's bytes in flight on
   the grid's CTAs over the loaded DRAM latency;
-* the small operand: a 16-row box beside every stage, re-read from L2 once per row block (y_resident: once per
+* the small operand: a box of 16 rows (8 where it has at most 8) beside every stage, re-read from L2 once per row block (y_resident: once per
   CTA, with its first row block; the ring then holds X alone);
 * an SM's fill rate: both boxes through its TMA unit at `SM_FILL_BYTES_PER_US` (binding where the row blocks
   are fewer than the SMs, and for 16-row boxes, whose small-operand box is as large as the streamed one);
@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from genome import Problem
+from genome.skinny_tma_space import y_box_rows
 
 from .sim_device import DeviceSpec, SimBreakdown, SimParams, cdiv
 
@@ -64,7 +65,7 @@ def model(params: Mapping[str, Any], problem: Problem, sp: SimParams, dev: Devic
     hbm = sp.hbm_efficiency * dev.hbm_tbps * 1e6          # bytes per microsecond
     x_bytes = 2.0 * R * K
     y_reads = grid if p.get("y_resident", 0) else row_blocks  # Y's K read from L2 once a CTA, or once a row block
-    y_bytes = 2.0 * 16 * chunks * 64 * pieces * y_reads      # a 16-row box beside each stage, from L2
+    y_bytes = 2.0 * y_box_rows(S) * chunks * 64 * pieces * y_reads  # Y's box (8 or 16 rows) each stage, from L2
     dram_bytes = x_bytes + 2.0 * S * K + 2.0 * M * N
     inflight = grid * stages * 128.0 * rows * pieces
     bandwidth = min(hbm * RUN_EFFICIENCY.get(pieces, 0.95), inflight / DRAM_LATENCY_US)

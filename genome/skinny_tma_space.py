@@ -7,7 +7,8 @@ One producer thread issues the loads, `consumer_warps` warps multiply with mma.s
 the stages within shared memory and the warps a whole tiling of a stage; shape rules ask for at most 16 rows of
 the small operand and K a multiple of 8 (TMA's 16-byte row pitch). Measured first as a prototype
 (docs/results/h200-tma-stream/). `y_resident` (space revision 8) keeps Y's whole K in shared memory after a CTA's
-first row block, so the ring carries X alone; a shape rule then bounds K by the shared memory left.
+first row block, so the ring carries X alone; a shape rule then bounds K by the shared memory left. Y's box has
+8 rows where Y has at most 8 (decode at batch 1-8), else 16.
 """
 
 from __future__ import annotations
@@ -49,17 +50,24 @@ def smem_bytes(p: Mapping[str, Any]) -> int:
     return p["stages"] * stage + p["consumer_warps"] * 256 * 4 + 1024
 
 
-def y_region_bytes(p: Mapping[str, Any], k: int) -> int:
-    """y_resident: Y's 16-row boxes of every stage's worth of K (whole stages: K rounded up to 64 x pieces)."""
+def y_box_rows(small: int) -> int:
+    """Rows of Y's TMA box: 8 where Y has at most 8 rows (one n8 mma tile; half the bytes), else 16."""
+    return 8 if small <= 8 else 16
+
+
+def y_region_bytes(p: Mapping[str, Any], k: int, small: int = MAX_SMALL_DIM) -> int:
+    """y_resident: Y's boxes (`y_box_rows(small)` rows) of every stage's worth of K (whole stages: K rounded up to
+    64 x pieces), where Y has `small` rows."""
     if not p.get("y_resident", 0):
         return 0
     per_stage = 64 * p["pieces"]
-    return (k + per_stage - 1) // per_stage * 16 * 128 * p["pieces"]
+    return (k + per_stage - 1) // per_stage * y_box_rows(small) * 128 * p["pieces"]
 
 
 def least_smem_bytes(p: Mapping[str, Any]) -> int:
-    """The least dynamic shared memory a launch takes at any K: y_resident adds at least one stage's worth of Y's K,
-    so that a genome the shape-free rules pass fits some K (and their repairs shrink one that fits none)."""
+    """The least dynamic shared memory a launch takes at any K and any Y of up to 16 rows: y_resident adds at least
+    one stage's worth of Y's K, so that a genome the shape-free rules pass fits some K (and their repairs shrink one
+    that fits none)."""
     return smem_bytes(p) + y_region_bytes(p, 1)
 
 
@@ -112,10 +120,11 @@ RULES = (
 def _y_fits(p, problem: Problem):
     if not p.get("y_resident", 0):
         return None
-    total = smem_bytes(p) + y_region_bytes(p, problem.k)
+    y = y_region_bytes(p, problem.k, min(problem.m, problem.n))
+    total = smem_bytes(p) + y
     if total + STATIC_SMEM_BYTES > SMEM_BYTES_PER_BLOCK:
-        return (f"y_resident keeps Y's K in shared memory: {y_region_bytes(p, problem.k) // 1024} KB at K = "
-                f"{problem.k} beside the ring's {smem_bytes(p) // 1024} KB exceeds 227 KB")
+        return (f"y_resident keeps Y's K in shared memory: {y // 1024} KB at K = {problem.k} beside the ring's "
+                f"{smem_bytes(p) // 1024} KB exceeds 227 KB")
     if p["ctas_per_sm"] == 2:
         return two_ctas_smem_misfit(total, STATIC_SMEM_BYTES)
     return None

@@ -144,10 +144,29 @@ def test_y_resident_is_implicit_added_at_revision_8_and_bounded_by_k():
 
 def test_y_resident_renders_a_ring_of_x_alone_and_a_k_sized_launch():
     src = render(SPACE.validate(make(rows=16, pieces=8, stages=4, consumer_warps=4, y_resident=1)), FAMILIES).source
-    assert "constexpr bool kYResident = true;" in src and "smem_bytes_for(K), stream>>>" in src
+    assert "constexpr bool kYResident = true;" in src and "smem_bytes_for(K, S), stream>>>" in src
     assert "kYResident ? kMaxDynamicSmem : kSmemBytes" in src
     off = render(SPACE.validate(make(rows=16, pieces=8, stages=4, consumer_warps=4)), FAMILIES).source
     assert "constexpr bool kYResident = false;" in off
+
+
+def test_y_has_8_row_boxes_where_it_has_at_most_8_rows():
+    """Y of at most 8 rows (decode at batch 1-8) comes in 8-row boxes: half the bytes a stage, and with y_resident
+    half the shared memory, so Y's K of 8192 fits beside a 64 KB ring where 16 rows of it do not."""
+    assert [st.y_box_rows(s) for s in (1, 8, 9, 16)] == [8, 8, 16, 16]
+    res = make(rows=16, pieces=16, stages=2, consumer_warps=4, y_resident=1)
+    assert st.y_region_bytes(res.param_dict, 8192, 8) == 8192 * 8 * 2
+    assert st.y_region_bytes(res.param_dict, 8192, 9) == st.y_region_bytes(res.param_dict, 8192) == 8192 * 16 * 2
+    assert SPACE.is_valid(res, Problem.parse("8x8192x8192")) and SPACE.is_valid(res, Problem.parse("8192x1x8192"))
+    assert "y-resident-fits" in {v.rule for v in SPACE.violations(res, Problem.parse("9x8192x8192"))}
+    src = render(SPACE.validate(res), FAMILIES).source
+    assert "encode_map(&y_map, Y, S, K, 8 * evogemm_kernel::y_tiles(S))" in src
+    assert "constexpr int y_tiles(int S) { return S > 8 ? 2 : 1; }" in src
+    # the model: Y's bytes through L2 halve at S <= 8 (streamed Y: once a row block)
+    dev = DEVICES["h200"]
+    base = dict(rows=16, pieces=16, stages=2, consumer_warps=4, ctas_per_sm=1)
+    y = lambda s: model(base, Problem.parse(f"{s}x6144x4096"), SimParams(), dev).l2_bytes - 2 * 6144 * 4096  # noqa
+    assert y(8) == pytest.approx(y(9) / 2) and y(1) == y(8)
 
 
 def test_the_model_reads_y_once_a_cta_with_y_resident():
