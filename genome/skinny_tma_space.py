@@ -65,9 +65,9 @@ def y_region_bytes(p: Mapping[str, Any], k: int, small: int = MAX_SMALL_DIM) -> 
 
 
 def least_smem_bytes(p: Mapping[str, Any]) -> int:
-    """The least dynamic shared memory a launch takes at any K and any Y of up to 16 rows: y_resident adds at least
-    one stage's worth of Y's K, so that a genome the shape-free rules pass fits some K (and their repairs shrink one
-    that fits none)."""
+    """The dynamic shared memory a launch takes at the shortest K with the largest Y (16 rows): y_resident adds at
+    least one stage's worth of Y's K, so that a genome the shape-free rules pass fits some K (and their repairs shrink
+    one that fits none). Conservative for Y of at most 8 rows, whose boxes take half that."""
     return smem_bytes(p) + y_region_bytes(p, 1)
 
 

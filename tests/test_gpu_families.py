@@ -424,7 +424,7 @@ def y_resident_genomes() -> list:
 # 13x20000x1000 and 1x8191x2048 (at 16x4096x4096 and 4104x9x2056 they take one). K off the stages (1000, 2056 and
 # 8200: Y's last boxes zero-filled past K), two n8 tiles (S = 13, 9: 16-row boxes of Y) and one (S = 1, 8, 3: 8-row
 # boxes), A streamed (M > N). At 16x4096x4096 two CTAs with Y's 128 KB do not fit an SM, so three of the four run
-# there; at K = 8192 and 8200 only Y's 8-row boxes fit (128-147 KB), one CTA an SM.
+# there; at K = 8192 and 8200 only Y's 8-row boxes fit (128-144 KB), one CTA an SM.
 Y_RESIDENT_SHAPES = {"16x4096x4096": 3, "13x20000x1000": 4, "1x8191x2048": 4, "4104x9x2056": 4, "8x5000x8192": 3,
                      "6000x3x8200": 3}
 
