@@ -6,7 +6,8 @@
 # probes, their non-resident twins, the best recorded kernels at these decode shapes) at ten decode shapes, all six
 # vendor baselines interleaved. On an H200 also the public bench of ../../h200-tilek128/scripts/call_s55.sh (the
 # record's command: its kernels include ../../h200-tilek128/probe) with ../kernels added, unless SKIP_PUB is set. Carry .kc/whl, .kc/s55/cache.txz and .kc/s57cache.txz;
-# LIMIT_S (default 480): the call's limit, the probe cut to what is left of it.
+# LIMIT_S (default 480): the call's limit, the public bench and the probe cut to what is left of it; SKIP_TESTS=1
+# skips the gpu tests.
 set -u
 T0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader | tee $OUT/gpu.txt
@@ -16,11 +17,14 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 C=/tmp/kc; mkdir -p $C && tar xJf .kc/s55/cache.txz -C $C && tar xJf .kc/s57cache.txz -C $C || exit 8
 P=docs/results/h200-public-10 Y=docs/results/skinny-y-resident
 mkdir -p $OUT/r/probe $OUT/r/pub
+if [ -z "${SKIP_TESTS:-}" ]; then
 EVOGEMM_CACHE=$C timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_families.py -k skinny_tma \
   > $OUT/r/pytest-skinny-tma.log 2>&1
 echo "gpu tests rc=$? at $(( $(date +%s) - T0 )) s: $(tail -1 $OUT/r/pytest-skinny-tma.log)"
+fi
 if grep -q H200 $OUT/gpu.txt && [ -z "${SKIP_PUB:-}" ]; then
-  timeout ${PUB_S:-300} python -m experiments.cli bench --modes device --cache $C --timing '{"repeats":5}' \
+  PUB_S=${PUB_S:-$(( ${LIMIT_S:-480} - ($(date +%s) - T0) - 10 ))}
+  timeout $PUB_S python -m experiments.cli bench --modes device --cache $C --timing '{"repeats":5}' \
     --per-shape --suite public --kernels $P/selection docs/results/h200-tilek128/probe $Y/kernels $P/public-mirrors $P/public-mirrors-v2-new \
     docs/results/h200-mirrors-rev2/mirrors-new docs/results/splitk-two-ctas/kernels/sm90_swapab_splitk-eb37e6ad.json \
     --out $OUT/r/pub > $OUT/r/pub/bench.log 2>&1
