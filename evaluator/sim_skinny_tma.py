@@ -7,8 +7,8 @@
 * achievable bandwidth: the measured HBM bandwidth times the run-length efficiency of `pieces` (runs of
   128 x pieces bytes of a row; `RUN_EFFICIENCY`), capped by Little's law: the ring's bytes in flight on
   the grid's CTAs over the loaded DRAM latency;
-* the small operand: a box of 16 rows (8 where it has at most 8) beside every stage, re-read from L2 once per row block (y_resident: once per
-  CTA, with its first row block; the ring then holds X alone);
+* the small operand: a box of 16 rows (8 where it has at most 8) beside every stage, re-read from L2 once per
+  row block (y_resident: once per CTA, with its first row block; the ring then holds X alone);
 * an SM's fill rate: both boxes through its TMA unit at `SM_FILL_BYTES_PER_US` (binding where the row blocks
   are fewer than the SMs, and for 16-row boxes, whose small-operand box is as large as the streamed one);
 * the consumer warps: each k16 step of a warp at `STEP_US` (binding with few warps a 16-row group);
