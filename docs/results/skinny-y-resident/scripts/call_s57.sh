@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 57, one device call (call_s56.sh with Y's 8-row boxes where Y has at most 8 rows: the template of this
+# Session 57, one device call (call_s56.sh of commit 0350345, which it replaces, with Y's 8-row boxes where Y has at most 8 rows: the template of this
 # commit, its skinny_tma builds in .kc/s57cache.txz; two more probe shapes at K = 8192, where only 8-row Y fits;
 # the public bench before the probe, so that a short budget spends itself on the record first). On any GPU: skinny_tma's gpu tests (its seeds, edge configurations and the y_resident
 # configurations at the shapes of tests/test_gpu_families.py), then one `evogemm bench` of ../kernels (the y_resident
