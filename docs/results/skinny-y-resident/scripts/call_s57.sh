@@ -1,13 +1,14 @@
 #!/bin/bash
-# Session 57, one device call (call_s56.sh of commit 0350345, which it replaces, with Y's 8-row boxes where Y has at most 8 rows: the template of this
-# commit, its skinny_tma builds in .kc/s57cache.txz; two more probe shapes at K = 8192, where only 8-row Y fits;
-# the public bench before the probe, so that a short budget spends itself on the record first). On any GPU: skinny_tma's gpu tests (its seeds, edge configurations and the y_resident
-# configurations at the shapes of tests/test_gpu_families.py), then one `evogemm bench` of ../kernels (the y_resident
-# probes, their non-resident twins, the best recorded kernels at these decode shapes) at ten decode shapes, all six
-# vendor baselines interleaved. On an H200 also the public bench of ../../h200-tilek128/scripts/call_s55.sh (the
-# record's command: its kernels include ../../h200-tilek128/probe) with ../kernels added, unless SKIP_PUB is set. Carry .kc/whl, .kc/s55/cache.txz and .kc/s57cache.txz;
-# LIMIT_S (default 480): the call's limit, the public bench and the probe cut to what is left of it; SKIP_TESTS=1
-# skips the gpu tests.
+# Session 57, one device call (call_s56.sh of commit 0350345, which it replaces, with Y's 8-row boxes where Y has at
+# most 8 rows: the template of this commit, its skinny_tma builds in .kc/s57cache.txz; two more probe shapes at K =
+# 8192, where only 8-row Y fits; the public bench before the probe, so that a short budget spends itself on the record
+# first). On any GPU: skinny_tma's gpu tests (its seeds, edge configurations and the y_resident configurations at the
+# shapes of tests/test_gpu_families.py), then one `evogemm bench` of ../kernels (the y_resident probes, their non-
+# resident twins, the best recorded kernels at these decode shapes) at twelve decode shapes, all six vendor baselines
+# interleaved. On an H200 also the public bench of ../../h200-tilek128/scripts/call_s55.sh (the record's command: its
+# kernels include ../../h200-tilek128/probe) with ../kernels added, unless SKIP_PUB is set. Carry .kc/whl,
+# .kc/s55/cache.txz and .kc/s57cache.txz; LIMIT_S (default 480): the call's limit, the public bench and the probe cut
+# to what is left of it; SKIP_TESTS=1 skips the gpu tests.
 set -u
 T0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader | tee $OUT/gpu.txt
