@@ -7,15 +7,15 @@
 # resident twins, the best recorded kernels at these decode shapes) at twelve decode shapes, all six vendor baselines
 # interleaved. On an H200 also the public bench of ../../h200-tilek128/scripts/call_s55.sh (the record's command: its
 # kernels include ../../h200-tilek128/probe) with ../kernels added, unless SKIP_PUB is set. Carry .kc/whl,
-# .kc/s55/cache.txz and .kc/s57cache.txz; LIMIT_S (default 480): the call's limit, the public bench and the probe cut
-# to what is left of it; SKIP_TESTS=1 skips the gpu tests.
+# .kc/s55/cache.txz and .kc/s57cache.txz (or name other kernel caches in CACHES); LIMIT_S (default 480): the call's
+# limit, the public bench and the probe cut to what is left of it; SKIP_TESTS=1 skips the gpu tests.
 set -u
 T0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader | tee $OUT/gpu.txt
 if ! grep -q H200 $OUT/gpu.txt && [ -n "${H100_DONE:-}" ]; then echo "not an H200 (H100_DONE): nothing"; exit 0; fi
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .kc/whl/*.whl || exit 9
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-C=/tmp/kc; mkdir -p $C && tar xJf .kc/s55/cache.txz -C $C && tar xJf .kc/s57cache.txz -C $C || exit 8
+C=/tmp/kc; mkdir -p $C && for t in ${CACHES:-.kc/s55/cache.txz .kc/s57cache.txz}; do tar xJf $t -C $C || exit 8; done
 P=docs/results/h200-public-10 Y=docs/results/skinny-y-resident
 mkdir -p $OUT/r/probe $OUT/r/pub
 if [ -z "${SKIP_TESTS:-}" ]; then

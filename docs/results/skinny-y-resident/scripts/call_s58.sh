@@ -10,8 +10,7 @@ set -u
 T0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader | tee $OUT/gpu.txt
 if grep -q H200 $OUT/gpu.txt; then
-  mkdir -p .kc/s55 && ln -sf ../s58cache.txz .kc/s55/cache.txz && tar cJf .kc/s57cache.txz --files-from /dev/null
-  LIMIT_S=$(( ${LIMIT_S:-480} - 80 )) SKIP_TESTS=1 exec bash docs/results/skinny-y-resident/scripts/call_s57.sh
+  CACHES=.kc/s58cache.txz LIMIT_S=$(( ${LIMIT_S:-480} - 80 )) SKIP_TESTS=1 exec bash docs/results/skinny-y-resident/scripts/call_s57.sh
 fi
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .kc/whl/*.whl || exit 9
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
