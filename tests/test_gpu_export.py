@@ -140,6 +140,9 @@ def test_cuda_graph_capture(pkg):
         assert _rel(torch, out, a.float() @ w.float().t()) < 1e-3
 
 
+# torch 2.11's inductor warns about its own torch.jit.script_method use (MkldnnLinear.__getstate__, seen on the
+# device in session 59); not ours to fix, and it buried the gpu log
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
 @pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
 def test_torch_compile(pkg, mode):
     import torch
