@@ -56,7 +56,10 @@ def threads(p: Mapping[str, Any]) -> int:
 
 
 def smem_bytes(p: Mapping[str, Any]) -> int:
-    return 4 * p["warps_r"] * p["warp_rows"] * p["s_tile"] * p["warps_k"]
+    """The partial-sum tiles of the warps splitting K and, with a cluster, one tile more: the partial sums the
+    cluster's peers send a CTA."""
+    tiles = p["warps_k"] + (1 if int(p.get("cluster_k", 1)) > 1 else 0)
+    return 4 * p["warps_r"] * p["warp_rows"] * p["s_tile"] * tiles
 
 
 def _registers(p):
@@ -89,7 +92,12 @@ def _smem(p):
 
 
 def _fix_smem(p: Params, rng: random.Random) -> Params:
-    p["warps_k"] = max(1, p["warps_k"] // 2)
+    if p["warps_k"] > 1:
+        p["warps_k"] //= 2
+    elif p["s_tile"] > 8:
+        p["s_tile"] //= 2
+    else:
+        p["warp_rows"] = max(16, p["warp_rows"] // 2)
     return p
 
 
@@ -110,7 +118,7 @@ def _fix_threads(p: Params, rng: random.Random) -> Params:
 RULES = (
     Rule("registers", "unroll x (8 x m16 tiles + 4 x n8 tiles) + accumulators within 255 registers and the SM's file",
          _registers, _fix_registers),
-    Rule("smem-capacity", "warps_k partial tiles of fp32 fit in 227 KB of shared memory", _smem, _fix_smem),
+    Rule("smem-capacity", "warps_k partial tiles of fp32 (one more with a cluster) fit in 227 KB of shared memory", _smem, _fix_smem),
     Rule("threads", "at most 16 warps per CTA", _threads, _fix_threads),
 )
 

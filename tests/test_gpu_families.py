@@ -379,6 +379,34 @@ def test_skinny_any_k_passes_the_gate(evaluator, shape):
     assert_all_pass_the_gate(evaluator, genomes, problem)
 
 
+def cluster_reduction_genomes() -> list:
+    """skinny_mma genomes whose cluster reduction (each CTA owns a share of the tile; its peers write their partial
+    sums of it into its shared memory through st.async, counted by its mbarrier) runs with 2, 4, 8 and 16 CTAs a
+    cluster, over shares of 8 to 512 floats: 16 x 8 tiles split 16 ways, 32 x 64 tiles 2 ways, two warps along the
+    rows, one warp splitting K (no warp reduction before the cluster's)."""
+    from genome import Genome
+    sk = FAMILIES.resolve("skinny_mma").space
+    cases = [dict(warp_rows=16, warps_r=1, warps_k=4, s_tile=8, unroll=1, prefetch=1, cluster_k=16),
+             dict(warp_rows=16, warps_r=1, warps_k=8, s_tile=16, unroll=2, prefetch=1, cluster_k=8),
+             dict(warp_rows=16, warps_r=2, warps_k=2, s_tile=16, unroll=2, prefetch=0, cluster_k=4),
+             dict(warp_rows=32, warps_r=1, warps_k=1, s_tile=64, unroll=1, prefetch=1, cluster_k=2)]
+    return [sk.validate(Genome.make("skinny_mma", c)) for c in cases]
+
+
+# X = W (M < N) and X = A (M > N), rows and columns that are not whole tiles (37, 5, 77), K shorter than one 32-wide
+# chunk a split (200 over 16 CTAs x 4 warps), the public small-M*N shape
+CLUSTER_REDUCTION_SHAPES = ["5x37x3000", "77x5x3000", "13x77x200", "64x64x4096"]
+
+
+@pytest.mark.parametrize("shape", CLUSTER_REDUCTION_SHAPES)
+def test_skinny_cluster_reduction_passes_the_gate(evaluator, shape):
+    problem = Problem.parse(shape)
+    sk = FAMILIES.resolve("skinny_mma").space
+    genomes = cluster_reduction_genomes()
+    assert all(sk.is_valid(g, problem) for g in genomes), [v for g in genomes for v in sk.violations(g, problem)]
+    assert_all_pass_the_gate(evaluator, genomes, problem)
+
+
 def skinny_tma_edge_genomes() -> list:
     """skinny_tma configurations no seed has: one 64-k piece a stage (a warp's single k16 step a stage: one
     accumulator chain), 8 warps on a 16-row group (two pieces: one step each), 2 warps on each of four 16-row groups,

@@ -34,8 +34,10 @@ def test_a_genome_without_an_any_k_plan_runs_aligned_k_only():
     found = SPACE.violations(without, Problem.parse("16x4096x4095"))
     assert [v.rule for v in found] == ["k-alignment"] and "do not fit the registers" in found[0].message
     source = render(without, FAMILIES).source
-    assert "skinny_body<true>" not in source and "constexpr bool kAnyKBuilt = false;" in source
-    assert "constexpr auto skinny_kernel_any_k = &skinny_kernel;" in source   # the launch names it all the same
+    assert "skinny_body<true" not in source and "constexpr bool kAnyKBuilt = false;" in source
+    # an empty stub: the launch names it all the same, and never picks it (can_implement refuses K % 8 != 0)
+    assert ("__global__ void skinny_kernel_any_k(const __half*, const __half*, __half*, int, int, int, int, int, int) {}"
+            in source)
 
 
 def test_the_plan_keeps_the_genomes_own_loop_where_it_fits_and_never_exceeds_the_registers():
@@ -58,12 +60,15 @@ def test_the_rendered_kernel_dispatches_on_k_and_accepts_odd_k_in_its_abi():
     for _, g in FAMILIES.resolve("skinny_mma").seeds():
         plan = sk.any_k_plan_of(SPACE.params_of(g))
         source = render(g, FAMILIES).source
-        assert "skinny_body<false>" in source
+        assert "skinny_body<false, kCluster>" in source
+        # each kernel with (csplit > 1) and without the cluster reduction
+        assert ("csplit > 1 ? ((K % 8) ? skinny_kernel_any_k<true> : skinny_kernel<true>)\n"
+                "                                   : ((K % 8) ? skinny_kernel_any_k<false> : skinny_kernel<false>)") in source
         if plan is None:
             continue
         assert f"constexpr int kAnyKUnroll = {plan[0]};" in source
         assert f"constexpr bool kAnyKPrefetch = {'true' if plan[1] else 'false'};" in source
-        assert "(K % 8) ? skinny_kernel_any_k : skinny_kernel" in source
+        assert "skinny_body<true, kCluster>" in source
         assert "return (K % 8 == 0 || evogemm_kernel::kAnyKBuilt) ? 0 : 1;" in source
 
 
