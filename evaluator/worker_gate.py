@@ -19,6 +19,18 @@ Two bounds, both must hold:
   unaligned shapes) must not open the gate, and an accurate one must not refuse an honest fp32
   kernel that sums in another order. The vendor's acc_error on the same inputs is reported beside
   each kernel's, as a check of the calibration.
+- A small output: the norm over a few thousand elements or fewer moves in steps. An fp32-accumulating kernel
+  rounds an element to the other side of an fp16 rounding boundary now and then (0.3-1% of the elements at K of a
+  few hundred), and each such element is one fp16 step off ref16: at 13x77x200 (1,001 elements) a handful of them
+  put cuBLAS's own output at 5.06e-5, over ACC_FLOOR (session 60, an H100). So an output of at least
+  ACC_STEP_MIN_ELEMENTS elements over the limit still passes when no element is more than one fp16 step from ref16
+  (or ACC_STEP_FLOOR of the output's rms: an element near zero has a step far below an honest fp32 error) and at
+  most s + 3 sqrt(s) + 1 elements differ from it, s = ACC_STEP_SHARE x elements. Accumulating in fp16 rounds
+  every partial sum and puts many elements two or more steps off (3-6 at K = 64), so this does not open the gate
+  to it: in tests/test_gpu_worker_units.py's simulation of both kinds of kernel, 40 draws at each of 10 shapes of
+  64-4,096 elements and K 17-4,096, no fp16-accumulating output passes the allowance and no fp32 one is refused by
+  it. Below 64 elements one fp16 step can be all an fp16 accumulator is off, so the norm alone decides there; at
+  the public shapes (4,096 elements and more) it decides as measured.
 """
 
 from __future__ import annotations
@@ -38,6 +50,11 @@ if TYPE_CHECKING:  # only for annotations: the worker imports this module, not t
 # The accumulation bound (module docstring). Constants, not options: no campaign can loosen them.
 ACC_FLOOR = 5e-5
 ACC_SQRT_K = 3.5e-6
+# a small output over the norm limit (module docstring): no element more than one fp16 step (or ACC_STEP_FLOOR of
+# the rms) from ref16, and at most s + 3 sqrt(s) + 1 elements one step off, s = ACC_STEP_SHARE x elements
+ACC_STEP_MIN_ELEMENTS = 64
+ACC_STEP_FLOOR = 2.0 ** -14
+ACC_STEP_SHARE = 0.02
 
 
 def accumulation_limit(k: int) -> float:
@@ -70,14 +87,36 @@ def gate_reference(torch, s: InputSet) -> GateReference:
     return GateReference(ref, ref16, vendor_acc, accumulation_limit(int(s.a.shape[1])))
 
 
+def steps_within_allowance(off_by_more: int, off_by_one: int, elements: int) -> bool:
+    """Whether an output whose elements are, against ref16, `off_by_more` of them more than one fp16 step off and
+    `off_by_one` one step off, is what an fp32-accumulating kernel gives (the small-output allowance)."""
+    share = ACC_STEP_SHARE * elements
+    return (elements >= ACC_STEP_MIN_ELEMENTS and off_by_more == 0
+            and off_by_one <= share + 3.0 * math.sqrt(share) + 1.0)
+
+
+def fp16_steps_off(torch, out, ref16) -> "tuple[int, int]":
+    """(elements more than one fp16 step from ref16, elements one step from it) of an fp16 output held in fp32.
+    The step of an element is the spacing of fp16 values just above |ref16| (an output one value below across a
+    power of two is half of it away), and at least ACC_STEP_FLOOR of the output's rms."""
+    a = ref16.abs().half()
+    step = (a.view(torch.int16) + 1).view(torch.float16).float() - a.float()
+    rms = float(torch.linalg.vector_norm(ref16)) / math.sqrt(max(1, ref16.numel()))
+    diff = (out - ref16).abs()
+    more = int((diff > torch.clamp(step, min=ACC_STEP_FLOOR * rms)).sum())
+    return more, int((diff > 0).sum()) - more
+
+
 def judge(err: float, acc: float, tolerance: float, limit: float, vendor_acc: float,
-          enforce_acc: bool = True) -> "str | None":
+          enforce_acc: bool = True, steps_ok: bool = False) -> "str | None":
     """Why an output with these errors fails the gate, or None when it passes. The accumulation
     bound is enforced for kernels; a vendor baseline is held to `tolerance` only (dropping a fast
-    vendor algorithm for its accuracy would flatter the kernels compared with it)."""
+    vendor algorithm for its accuracy would flatter the kernels compared with it). steps_ok: the
+    output is within the small-output allowance (steps_within_allowance), which lets it pass the
+    accumulation bound."""
     if not math.isfinite(err) or err > tolerance:
         return f"relative error {err:.3g} > {tolerance:g}"
-    if enforce_acc and (not math.isfinite(acc) or acc > limit):
+    if enforce_acc and not steps_ok and (not math.isfinite(acc) or acc > limit):
         return (f"error against the fp32 reference rounded to fp16 {acc:.3g} > {limit:.3g} (vendor {vendor_acc:.3g} "
                 "on the same inputs): accumulation below fp32 precision")
     return None
@@ -97,7 +136,10 @@ def check_output(torch, s: InputSet, gref: GateReference, tolerance: float, enfo
         return False, math.inf, f"{nan} of {out.numel()} outputs never written (NaN poison left)", False, math.inf
     err = _rel(torch, out, gref.ref)
     acc = _rel(torch, out, gref.ref16)
-    reason = judge(err, acc, tolerance, gref.acc_limit, gref.vendor_acc, enforce_acc)
+    steps_ok = False
+    if enforce_acc and math.isfinite(acc) and acc > gref.acc_limit:   # the small-output allowance
+        steps_ok = steps_within_allowance(*fp16_steps_off(torch, out, gref.ref16), out.numel())
+    reason = judge(err, acc, tolerance, gref.acc_limit, gref.vendor_acc, enforce_acc, steps_ok)
     return reason is None, err, reason, False, acc
 
 

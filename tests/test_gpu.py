@@ -93,6 +93,22 @@ def test_planted_out_of_bounds_write_and_hang_are_caught(evaluator):
     assert again.status == STATUS_OK
 
 
+def test_fp16_steps_off_counts_as_the_numpy_twin_of_the_units_tests():
+    """evaluator.worker_gate.fp16_steps_off on the GPU agrees with the numpy count that
+    tests/test_gpu_worker_units.py calibrates the small-output allowance with."""
+    import torch
+
+    from evaluator.worker_gate import fp16_steps_off
+    from test_gpu_worker_units import SMALL_OUTPUT_SHAPES, _simulated_outputs, _steps_off
+    for shape in SMALL_OUTPUT_SHAPES:
+        for seed in range(5):
+            _, ref16, fp32_kernel, fp16_kernel = _simulated_outputs(*shape, seed=seed)
+            gref = torch.tensor(ref16, dtype=torch.float32, device="cuda")
+            for out in (fp32_kernel, fp16_kernel):
+                got = fp16_steps_off(torch, torch.tensor(out, dtype=torch.float32, device="cuda"), gref)
+                assert got == _steps_off(out, ref16), (shape, seed, got)
+
+
 def test_planted_fp16_accumulation_is_refused_at_every_public_shape(evaluator):
     """MEASURE.md: the gate must refuse fp16 accumulation at every K. The same kernel with its
     fp32 accumulator passes everywhere (so the bound does not refuse honest kernels)."""
@@ -100,6 +116,8 @@ def test_planted_fp16_accumulation_is_refused_at_every_public_shape(evaluator):
     from experiments.schema import load_suite
     shapes = load_suite(REPO / "experiments" / "suites" / "public.yaml")
     shapes += [Problem(64, 64, 64), Problem(128, 4096, 64), Problem(4096, 4096, 64)]
+    # small outputs (1,152, 64 and 512 elements), where the gate's small-output allowance is asked
+    shapes += [Problem(16, 72, 200), Problem(8, 8, 32), Problem(8, 64, 4096)]
     bad, good = fp16_accumulating(), base_genome()
     rows = []
     for problem in shapes:

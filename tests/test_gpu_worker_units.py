@@ -704,6 +704,59 @@ def test_accumulation_bound_refuses_fp16_accumulation_that_the_old_bound_passed(
     assert rel(fp16_kernel, ref16) > 2 * limit
 
 
+def _steps_off(out, ref16):
+    """evaluator.worker_gate.fp16_steps_off in numpy (the gpu test test_gpu.py checks the torch one against it)."""
+    import numpy as np
+
+    from evaluator.worker_gate import ACC_STEP_FLOOR
+    a = np.abs(ref16).astype(np.float16)
+    step = (a.view(np.int16) + 1).view(np.float16).astype(np.float64) - a.astype(np.float64)
+    rms = float(np.linalg.norm(ref16)) / math.sqrt(ref16.size)
+    diff = np.abs(out - ref16)
+    more = int((diff > np.maximum(step, ACC_STEP_FLOOR * rms)).sum())
+    return more, int((diff > 0).sum()) - more
+
+
+SMALL_OUTPUT_SHAPES = [(13, 77, 200), (8, 8, 32), (4, 16, 48), (8, 8, 17), (1, 64, 4096), (2, 32, 24), (64, 64, 64)]
+
+
+@pytest.mark.parametrize("shape", SMALL_OUTPUT_SHAPES)
+def test_the_small_output_allowance_passes_fp32_accumulation_and_not_fp16(shape):
+    """An output of 64-4,096 elements: the simulated fp32-accumulating kernel is within one fp16 step of ref16 with
+    few elements off, in each of 40 draws; the fp16-accumulating one never is."""
+    from evaluator.worker_gate import steps_within_allowance
+    elements = shape[0] * shape[1]
+    for seed in range(40):
+        _, ref16, fp32_kernel, fp16_kernel = _simulated_outputs(*shape, seed=seed)
+        assert steps_within_allowance(*_steps_off(fp32_kernel, ref16), elements), (shape, seed)
+        assert not steps_within_allowance(*_steps_off(fp16_kernel, ref16), elements), (shape, seed)
+
+
+def test_the_small_output_allowance_counts_steps_and_needs_64_elements():
+    import numpy as np
+
+    from evaluator.worker_gate import judge, steps_within_allowance
+    # s + 3 sqrt(s) + 1 elements one step off, s = 2% of the elements; none more than one step
+    assert steps_within_allowance(0, 34, 1001) and not steps_within_allowance(0, 35, 1001)
+    assert steps_within_allowance(0, 5, 64) and not steps_within_allowance(0, 6, 64)
+    assert not steps_within_allowance(1, 0, 1001)
+    assert not steps_within_allowance(0, 0, 63)            # below 64 elements the norm alone decides
+    # an element one value below a power of two is half a step away; two values away is more than one step
+    ref16 = np.full(100, 2.0)
+    below = np.array(ref16); below[0] = np.float64(np.nextafter(np.float16(2.0), np.float16(0)))
+    assert _steps_off(below, ref16) == (0, 1)
+    two = np.array(ref16); two[0] = 2.0 + 2 * 2.0 ** -9
+    assert _steps_off(two, ref16) == (1, 0)
+    # near zero the step is at least 2^-14 of the rms: an honest fp32 difference there is not "more than a step"
+    tiny = np.array(ref16); tiny[1] = 1e-6
+    near = np.array(tiny); near[1] = 1e-6 + 1e-5
+    assert _steps_off(near, tiny) == (0, 1)
+    # judge: steps_ok lets an output over the accumulation limit pass, never one over the tolerance
+    assert judge(2e-4, 8e-5, 1e-3, 5e-5, 5e-5) is not None
+    assert judge(2e-4, 8e-5, 1e-3, 5e-5, 5e-5, steps_ok=True) is None
+    assert "relative error" in judge(2e-3, 8e-5, 1e-3, 5e-5, 5e-5, steps_ok=True)
+
+
 def test_accumulation_limit_follows_k_not_the_vendor_and_baselines_are_held_to_the_tolerance_only():
     from evaluator.worker_gate import ACC_FLOOR, accumulation_limit, judge
     assert accumulation_limit(64) == ACC_FLOOR
