@@ -27,8 +27,8 @@ Two bounds, both must hold:
   (or ACC_STEP_FLOOR of the output's rms: an element near zero has a step far below an honest fp32 error) and at
   most s + 3 sqrt(s) + 1 elements differ from it, s = ACC_STEP_SHARE x elements. Accumulating in fp16 rounds
   every partial sum and puts many elements two or more steps off (3-6 at K = 64), so this does not open the gate
-  to it: in tests/test_gpu_worker_units.py's simulation of both kinds of kernel, 40 draws at each of 10 shapes of
-  64-4,096 elements and K 17-4,096, no fp16-accumulating output passes the allowance and no fp32 one is refused by
+  to it: in tests/test_gpu_worker_units.py's simulation of both kinds of kernel, 40 draws at each of 7 shapes of
+  64-1,001 and 4,096 elements and K 17-4,096, no fp16-accumulating output passes the allowance and no fp32 one is refused by
   it. Below 64 elements one fp16 step can be all an fp16 accumulator is off, so the norm alone decides there; at
   the public shapes (4,096 elements and more) it decides as measured.
 """
