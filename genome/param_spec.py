@@ -20,7 +20,9 @@ from typing import Any
 # 6: sm90_splitk's fixup (inkernel: the splits of a tile add their partial sums in the GEMM's epilogue; session 41).
 # 7: skinny_mma runs any K, not only multiples of 8 (a shape rule's version, `ShapeRule.since`; session 42).
 # 8: skinny_tma's y_resident (the small operand's whole K kept in shared memory; session 56).
-SPACE_REVISION = 8
+# 9: stream_wgmma's cluster_k (a cluster of CTAs splits a work unit's K and adds its sums in distributed shared
+#    memory; session 61).
+SPACE_REVISION = 9
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ FAMILY = "stream_wgmma"
 STATIC_SMEM_BYTES = 1024       # the ring's mbarriers (ptxas: 1024 bytes of static shared memory)
 REGS_PER_SM = 65536
 MAX_SMALL_SIDE = 256           # the family's domain: min(M, N) at most this
+MAX_SMALL_SIDE_CLUSTER = 1024  # ... and with a cluster along K (small M x N, long K)
 OTHER_REGS = 40                # a consumer thread's registers besides its tile_s / 2 accumulators where ptxas is held to
                                # two CTAs an SM (kernel.cu.j2: kMinBlocks)
 
@@ -46,6 +47,10 @@ PARAMS = (
                   "second kernel); more units for the SMs where the row blocks are few"),
     ParamSpec("ctas_per_sm", (1, 2), kind="runtime",
               doc="CTAs launched per SM (the grid: SMs x this, at most the work units); 2 where two fit"),
+    ParamSpec("cluster_k", (1, 2, 4, 8), implicit=True, revision=9,
+              doc="CTAs of a thread-block cluster that split a work unit's K, each adding its peers' sums of the "
+                  "rows it stores, pushed into its shared memory (no partial sums through L2, no second kernel); "
+                  "one unit a cluster, every unit launched at once"),
 )
 
 BLOCKS = ("includes", "config", "kernel", "launch", "abi")
@@ -55,9 +60,15 @@ def threads(p: Mapping[str, Any]) -> int:
     return 128 * (p["rows"] // 64 + 1)
 
 
+def recv_bytes(p: Mapping[str, Any]) -> int:
+    """The shared memory a CTA of a cluster receives its peers' sums in: theirs of the rows it stores (kRecvBytes)."""
+    c = int(p.get("cluster_k", 1))
+    return 0 if c <= 1 else (c - 1) * (p["rows"] // c) * p["tile_s"] * 4
+
+
 def smem_bytes(p: Mapping[str, Any]) -> int:
-    """Dynamic shared memory of a CTA: the ring and the 1 KB alignment pad."""
-    return p["stages"] * 128 * p["pieces"] * (p["rows"] + p["tile_s"]) + 1024
+    """Dynamic shared memory of a CTA: the ring, the 1 KB alignment pad, and with a cluster the peers' sums."""
+    return p["stages"] * 128 * p["pieces"] * (p["rows"] + p["tile_s"]) + 1024 + recv_bytes(p)
 
 
 def regs_per_thread(p: Mapping[str, Any]) -> int:
@@ -92,7 +103,33 @@ def _two_ctas(p):
     return None
 
 
+def _cluster_rows(p):
+    c = int(p.get("cluster_k", 1))
+    if c > p["rows"] // 16:
+        return (f"a cluster of {c} CTAs stores whole 16-row warps of a {p['rows']}-row unit: at most "
+                f"{p['rows'] // 16} CTAs")
+    return None
+
+
+def _fix_cluster_rows(p: Params, rng: random.Random) -> Params:
+    return {**p, "cluster_k": p["rows"] // 16}
+
+
+def _cluster_alone(p):
+    if int(p.get("cluster_k", 1)) > 1 and (p["ksplit"] != 1 or p["ctas_per_sm"] != 1):
+        return (f"a cluster along K (cluster_k {p['cluster_k']}) launches one unit a cluster, all at once: ksplit 1 "
+                f"and ctas_per_sm 1 (got {p['ksplit']} and {p['ctas_per_sm']})")
+    return None
+
+
+def _fix_cluster_alone(p: Params, rng: random.Random) -> Params:
+    return {**p, "ksplit": 1, "ctas_per_sm": 1}
+
+
 RULES = (
+    Rule("cluster-rows", "cluster_k at most rows / 16 (a CTA of the cluster stores whole 16-row warps)",
+         _cluster_rows, _fix_cluster_rows),
+    Rule("cluster-alone", "with cluster_k > 1: ksplit 1 and ctas_per_sm 1", _cluster_alone, _fix_cluster_alone),
     Rule("smem-capacity", "stages x 128 x pieces x (rows + tile_s) bytes fit in 227 KB", _smem, _fix_smem),
     Rule("two-ctas", "ctas_per_sm 2 only where two CTAs' shared memory and registers fit an SM", _two_ctas,
          one_cta_per_sm),
@@ -101,6 +138,11 @@ RULES = (
 
 def _small_side(p, problem: Problem):
     small = min(problem.m, problem.n)
+    if int(p.get("cluster_k", 1)) > 1:
+        if small > MAX_SMALL_SIDE_CLUSTER:
+            return (f"stream_wgmma with a cluster along K takes a small side of at most {MAX_SMALL_SIDE_CLUSTER} rows; "
+                    f"this problem's min(M, N) is {small}")
+        return None
     if small > MAX_SMALL_SIDE:
         return (f"stream_wgmma streams the large operand past a small side of at most {MAX_SMALL_SIDE} rows; this "
                 f"problem's min(M, N) is {small}")
@@ -109,16 +151,19 @@ def _small_side(p, problem: Problem):
 
 def _split_has_k(p, problem: Problem):
     chunks = -(-problem.k // (64 * p["pieces"]))
-    if p["ksplit"] > chunks:
-        return (f"ksplit {p['ksplit']} leaves a split without k: K = {problem.k} is {chunks} stages of "
+    parts = max(int(p["ksplit"]), int(p.get("cluster_k", 1)))
+    if parts > chunks:
+        which = "ksplit" if parts == p["ksplit"] else "cluster_k"
+        return (f"{which} {parts} leaves a split without k: K = {problem.k} is {chunks} stages of "
                 f"{64 * p['pieces']}")
     return None
 
 
 SHAPE_RULES = (
-    ShapeRule("small-side", f"min(M, N) <= {MAX_SMALL_SIDE}", _small_side),
+    ShapeRule("small-side", f"min(M, N) <= {MAX_SMALL_SIDE} ({MAX_SMALL_SIDE_CLUSTER} with a cluster along K)",
+              _small_side),
     tma_k_alignment(FAMILY),
-    ShapeRule("split-has-k", "ksplit at most K's stages of 64 x pieces", _split_has_k),
+    ShapeRule("split-has-k", "ksplit and cluster_k at most K's stages of 64 x pieces", _split_has_k),
 )
 
 

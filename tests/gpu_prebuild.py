@@ -50,6 +50,7 @@ def gpu_test_genomes() -> list[Genome]:
     out.update((g.id, g) for g in test_gpu_families.interleave_genomes())   # cluster_k: a runtime knob
     out.update((g.id, g) for g in test_gpu_families.any_k_genomes())
     out.update((g.id, g) for g in test_gpu_families.cluster_reduction_genomes())   # cluster_k: a runtime knob
+    out.update((g.id, g) for g in test_gpu_families.stream_cluster_genomes())
     out.update((g.id, g) for g in test_gpu_families.skinny_tma_edge_genomes())
     out.update((g.id, g) for g in test_gpu_families.y_resident_genomes())
     out.update((g.id, g) for g in test_gpu_families.multicast_slice_genomes())

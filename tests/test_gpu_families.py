@@ -407,6 +407,35 @@ def test_skinny_cluster_reduction_passes_the_gate(evaluator, shape):
     assert_all_pass_the_gate(evaluator, genomes, problem)
 
 
+def stream_cluster_genomes() -> list:
+    """stream_wgmma genomes with a cluster along K (each CTA of the cluster takes 1 / cluster_k of K; a warp whose
+    rows another CTA stores pushes its accumulators into that CTA's shared memory through st.async, counted by its
+    mbarrier): clusters of 2, 4 and 8 CTAs, 64- and 128-row units, small-side tiles of 32 to 256, two pieces a
+    stage."""
+    from genome import Genome
+    sw = FAMILIES.resolve("stream_wgmma").space
+    cases = [dict(rows=128, tile_s=128, pieces=1, stages=4, ksplit=1, ctas_per_sm=1, cluster_k=8),
+             dict(rows=128, tile_s=64, pieces=2, stages=3, ksplit=1, ctas_per_sm=1, cluster_k=4),
+             dict(rows=64, tile_s=256, pieces=1, stages=3, ksplit=1, ctas_per_sm=1, cluster_k=2),
+             dict(rows=64, tile_s=32, pieces=2, stages=4, ksplit=1, ctas_per_sm=1, cluster_k=4)]
+    return [sw.validate(Genome.make("stream_wgmma", c)) for c in cases]
+
+
+# W streamed (M < N) and A streamed (M > N), small-side and row tiles that are not whole (100, 1000, 520), K of fewer
+# stages than some clusters have CTAs at the ragged end (3000 = 46.9 stages of 64), a small side above 256, and the
+# public small-M*N long-K shape
+STREAM_CLUSTER_SHAPES = ["100x1000x3000", "1000x100x1032", "520x384x4096", "512x512x16384"]
+
+
+@pytest.mark.parametrize("shape", STREAM_CLUSTER_SHAPES)
+def test_stream_wgmma_cluster_along_k_passes_the_gate(evaluator, shape):
+    problem = Problem.parse(shape)
+    sw = FAMILIES.resolve("stream_wgmma").space
+    genomes = stream_cluster_genomes()
+    assert all(sw.is_valid(g, problem) for g in genomes), [v for g in genomes for v in sw.violations(g, problem)]
+    assert_all_pass_the_gate(evaluator, genomes, problem)
+
+
 def skinny_tma_edge_genomes() -> list:
     """skinny_tma configurations no seed has: one 64-k piece a stage (a warp's single k16 step a stage: one
     accumulator chain), 8 warps on a 16-row group (two pieces: one step each), 2 warps on each of four 16-row groups,

@@ -101,6 +101,71 @@ def test_the_model_prefers_long_runs_a_split_where_row_blocks_are_few_and_charge
     assert two.l2_bytes > 1.9 * 2 * 4096 * 14336
 
 
+def test_a_cluster_along_k_fits_whole_warps_runs_alone_and_counts_its_receive_buffer():
+    assert SPACE.is_valid(make(cluster_k=8, pieces=1, stages=4))          # 128 rows: eight 16-row warps, one a CTA
+    wide = make(rows=64, tile_s=64, cluster_k=8)                            # 64 rows: four warps for 8 CTAs
+    assert "cluster-rows" in {v.rule for v in SPACE.violations(wide)}
+    assert SPACE.repair(wide, random.Random(0)).param_dict["cluster_k"] == 4
+    for knobs in (dict(ksplit=2), dict(ctas_per_sm=2)):
+        both = make(cluster_k=2, **knobs)
+        assert "cluster-alone" in {v.rule for v in SPACE.violations(both)}
+        fixed = SPACE.repair(both, random.Random(0)).param_dict
+        assert (fixed["ksplit"], fixed["ctas_per_sm"], fixed["cluster_k"]) == (1, 1, 2)
+    # the peers' sums of a CTA's rows: (c - 1) x rows / c x tile_s floats; 128 x 256 with 8 CTAs is 112 KB of them
+    p = dict(BASE, tile_s=256, pieces=1, stages=2, cluster_k=8)
+    assert sw.recv_bytes(p) == 7 * 16 * 256 * 4 and sw.recv_bytes(BASE) == 0
+    assert sw.smem_bytes(p) == sw.smem_bytes({**p, "cluster_k": 1}) + 7 * 16 * 256 * 4
+    assert "smem-capacity" in {v.rule for v in SPACE.violations(make(tile_s=256, pieces=1, stages=3, cluster_k=8))}
+    # an older genome does not name it: its id and source are as before
+    assert "cluster_k" not in make().to_dict()["params"] and "cluster_k" in make(cluster_k=2).to_dict()["params"]
+
+
+def test_a_cluster_along_k_takes_a_small_side_up_to_1024_and_a_stage_of_k_a_cta():
+    c8 = SPACE.validate(make(cluster_k=8, pieces=1, stages=4))
+    assert SPACE.is_valid(c8, Problem.parse("512x512x16384")) and not SPACE.is_valid(make(), Problem.parse("512x512x16384"))
+    assert SPACE.is_valid(c8, Problem.parse("1024x3000x4096"))
+    msgs = " ".join(str(v) for v in SPACE.violations(c8, Problem.parse("1025x3000x4096")))
+    assert "at most 1024 rows" in msgs
+    assert SPACE.is_valid(c8, Problem.parse("128x4096x512"))                # 8 stages of 64 k, one a CTA
+    msgs = " ".join(str(v) for v in SPACE.violations(c8, Problem.parse("128x4096x448")))
+    assert "cluster_k 8 leaves a split without k" in msgs
+
+
+def test_a_cluster_renders_its_launch_and_push_and_leaves_the_rest_as_it_was():
+    plain = render(SPACE.validate(make(pieces=1, stages=4)), FAMILIES).source
+    for text in ("barrier.cluster", "st.async", "kClusterK", "cudaLaunchAttributeClusterDimension"):
+        assert text not in plain
+    src = render(SPACE.validate(make(cluster_k=4, pieces=1, stages=4)), FAMILIES).source
+    for line in ("constexpr int kClusterK = 4;", "constexpr int kMinBlocks = 1;", "+ kRecvBytes;",
+                 "barrier.cluster.arrive.relaxed.aligned;", "barrier.cluster.wait.aligned;",
+                 "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32", "mapa.shared::cluster.u32",
+                 "attr[0].val.clusterDim.x = kClusterK;", "wait_phase(smem_u32(&recv_bar), 0);"):
+        assert line in src, line
+    assert "min(M, N) <= 1024" not in src and "<= 1024 && K % 8 == 0" in src
+    # the clusterless kernel is inside it, unchanged but for the cluster's parts: every line of the plain source
+    # that the cluster source lacks is one the cluster replaces (its unit decode, its launch, its domain)
+    missing = [line for line in plain.splitlines() if line not in src.splitlines()]
+    assert all(any(w in line for w in ("genome params", "ksplit", "kMinBlocks", "kSmemBytes =", "stream_wgmma_kernel<<<",
+                                       "static_cast<int>(x_is_a));",
+                                       "small side of at most 256", "row pitches of whole 16 bytes",
+                                       "<= 256 && K % 8 == 0", "units: small-side tile fastest",
+                                       "(u / small_tiles) % row_blocks", "facts.sms * ctas_per_sm"))
+               for line in missing), missing
+
+
+def test_the_model_charges_a_cluster_its_push_not_a_second_kernel_and_its_waves():
+    dev, sp = DEVICES["h200"], SimParams()
+    t = lambda shape, **c: model(dict(BASE, **c), Problem.parse(shape), sp, dev)   # noqa: E731
+    # 48 row blocks at 16x6144x4096: two CTAs a block through the cluster, or through the workspace
+    cl, ws = t("16x6144x4096", tile_s=16, cluster_k=2), t("16x6144x4096", tile_s=16, ksplit=2)
+    assert cl.ctas == ws.ctas == 96 and 0 < cl.reduction_us < ws.reduction_us and cl.total_us < ws.total_us
+    # 16 tiles of 128 x 128 in clusters of 8: 128 CTAs, more than the 120 the GPC layout runs at once
+    assert t("512x512x16384", cluster_k=8, pieces=1, stages=4).waves > 1
+    # 32 tiles in clusters of 4 (30 run at once) take two waves; 64 tiles of 64 x 64 in clusters of 2, one
+    assert t("512x512x16384", rows=64, cluster_k=4, pieces=1, stages=4).waves > 1
+    assert t("512x512x16384", rows=64, tile_s=64, cluster_k=2, pieces=1, stages=4).waves == 1
+
+
 def picked_over_best(measured, predicted) -> float:
     """The measured time of the model's pick (its fastest prediction) over the measured best."""
     return measured[predicted.index(min(predicted))] / min(measured)
@@ -181,3 +246,16 @@ def test_the_built_librarys_can_implement_agrees_with_the_shape_rules(tmp_path):
             problem = Problem.parse(shape)
             knobs = (ctypes.c_int32 * 2)(*FAM.knobs(g.param_dict))
             assert (can(problem.m, problem.n, problem.k, knobs, 2) == 0) == SPACE.is_valid(g, problem), (shape, ksplit)
+    # with a cluster along K: a small side up to 1024, a stage of k for each of its CTAs, ksplit 1
+    genome = SPACE.validate(make(rows=128, tile_s=64, pieces=1, stages=4, cluster_k=4))
+    built = Compiler.default(tmp_path / "cache").build(genome)
+    assert built.ok, built.reason
+    can = ctypes.CDLL(built.library).evogemm_can_implement
+    can.restype = ctypes.c_int
+    for shape in ("512x512x16384", "1024x3000x4096", "1025x3000x4096", "128x4096x256", "128x4096x192",
+                  "128x4096x4095", "5x37x3000"):
+        problem = Problem.parse(shape)
+        for ksplit, ctas in ((1, 1), (2, 1), (1, 2)):
+            knobs = (ctypes.c_int32 * 2)(ksplit, ctas)
+            valid = SPACE.is_valid(genome.with_params(ksplit=ksplit, ctas_per_sm=ctas), problem)
+            assert (can(problem.m, problem.n, problem.k, knobs, 2) == 0) == valid, (shape, ksplit, ctas)
