@@ -5,13 +5,13 @@
 # screen kernels). On any other GPU: then one bench of ../kernels/screen at its eight shapes, with the record's
 # halls of fame (h200-public-10/selection) and all six vendor baselines. Carry .kc/whl and .kc/s61c.txz (the
 # record's kernels, the gpu tests' and the screen's, built on the CPU machine). LIMIT_S (default 480): the call's limit;
-# SKIP_TESTS=1 skips the gpu tests.
+# SKIP_TESTS=1 skips the gpu tests; CACHE: another kernel cache to carry and use instead (call_s62.sh).
 set -u
 T0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader | tee $OUT/gpu.txt
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .kc/whl/*.whl || exit 9
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-C=/tmp/kc; mkdir -p $C && tar xJf .kc/s61c.txz -C $C || exit 8
+C=/tmp/kc; mkdir -p $C && tar xJf ${CACHE:-.kc/s61c.txz} -C $C || exit 8
 if [ -z "${SKIP_TESTS:-}" ]; then
 EVOGEMM_CACHE=$C timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs tests/test_gpu_families.py \
   -k "stream_wgmma" > $OUT/pytest-gpu-stream.log 2>&1
