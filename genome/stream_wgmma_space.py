@@ -82,7 +82,8 @@ def _fits(p) -> bool:
 
 def _smem(p):
     if not _fits(p):
-        return (f"{p['stages']} stages of {p['rows']} + {p['tile_s']} rows x {p['pieces']} x 128 bytes need "
+        recv = f" and a cluster's {recv_bytes(p) // 1024} KB of received sums" if recv_bytes(p) else ""
+        return (f"{p['stages']} stages of {p['rows']} + {p['tile_s']} rows x {p['pieces']} x 128 bytes{recv} need "
                 f"{smem_bytes(p) // 1024} KB of shared memory (> 227 KB)")
     return None
 
@@ -130,7 +131,8 @@ RULES = (
     Rule("cluster-rows", "cluster_k at most rows / 16 (a CTA of the cluster stores whole 16-row warps)",
          _cluster_rows, _fix_cluster_rows),
     Rule("cluster-alone", "with cluster_k > 1: ksplit 1 and ctas_per_sm 1", _cluster_alone, _fix_cluster_alone),
-    Rule("smem-capacity", "stages x 128 x pieces x (rows + tile_s) bytes fit in 227 KB", _smem, _fix_smem),
+    Rule("smem-capacity", "stages x 128 x pieces x (rows + tile_s) bytes, and with a cluster its received sums, fit in "
+         "227 KB", _smem, _fix_smem),
     Rule("two-ctas", "ctas_per_sm 2 only where two CTAs' shared memory and registers fit an SM", _two_ctas,
          one_cta_per_sm),
 )
