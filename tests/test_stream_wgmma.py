@@ -28,6 +28,11 @@ def make(**changes) -> Genome:
     return Genome.make("stream_wgmma", dict(BASE, **changes))
 
 
+def priced(shape: str, **changes):
+    """The H200 model's breakdown of BASE with `changes` at `shape`."""
+    return model(dict(BASE, **changes), Problem.parse(shape), SimParams(), DEVICES["h200"])
+
+
 def test_rules_refuse_what_does_not_fit_and_repair_it():
     assert SPACE.is_valid(make())
     too_big = make(pieces=4, stages=3)                                   # 3 x 128 KB of stages
@@ -88,16 +93,15 @@ def test_render_carries_the_parameters_and_the_wgmma_shape():
 
 
 def test_the_model_prefers_long_runs_a_split_where_row_blocks_are_few_and_charges_the_partials():
-    dev, sp = DEVICES["h200"], SimParams()
-    t = lambda shape, **c: model(dict(BASE, **c), Problem.parse(shape), sp, dev)   # noqa: E731
-    assert t("128x28672x4096", pieces=2, stages=3).total_us < t("128x28672x4096", pieces=1, stages=6).total_us
+    long_runs, short_runs = priced("128x28672x4096", pieces=2, stages=3), priced("128x28672x4096", pieces=1, stages=6)
+    assert long_runs.total_us < short_runs.total_us
     # 4096 rows are 32 row blocks of 128: a split of K over 4 fills the SMs
-    assert t("128x4096x14336", ksplit=4).total_us < t("128x4096x14336").total_us
-    assert t("128x4096x14336", ksplit=4).reduction_us > 0 == t("128x4096x14336").reduction_us
-    assert t("128x4096x14336").dram_bytes >= 2 * 4096 * 14336
+    assert priced("128x4096x14336", ksplit=4).total_us < priced("128x4096x14336").total_us
+    assert priced("128x4096x14336", ksplit=4).reduction_us > 0 == priced("128x4096x14336").reduction_us
+    assert priced("128x4096x14336").dram_bytes >= 2 * 4096 * 14336
     # a small side above tile_s: more work units and the streamed rows read again from L2, not from DRAM
-    two = t("128x4096x14336", tile_s=64)
-    assert two.ctas == 2 * t("128x4096x14336").ctas and two.dram_bytes == t("128x4096x14336").dram_bytes
+    two = priced("128x4096x14336", tile_s=64)
+    assert two.ctas == 2 * priced("128x4096x14336").ctas and two.dram_bytes == priced("128x4096x14336").dram_bytes
     assert two.l2_bytes > 1.9 * 2 * 4096 * 14336
 
 
@@ -154,16 +158,14 @@ def test_a_cluster_renders_its_launch_and_push_and_leaves_the_rest_as_it_was():
 
 
 def test_the_model_charges_a_cluster_its_push_not_a_second_kernel_and_its_waves():
-    dev, sp = DEVICES["h200"], SimParams()
-    t = lambda shape, **c: model(dict(BASE, **c), Problem.parse(shape), sp, dev)   # noqa: E731
     # 48 row blocks at 16x6144x4096: two CTAs a block through the cluster, or through the workspace
-    cl, ws = t("16x6144x4096", tile_s=16, cluster_k=2), t("16x6144x4096", tile_s=16, ksplit=2)
+    cl, ws = priced("16x6144x4096", tile_s=16, cluster_k=2), priced("16x6144x4096", tile_s=16, ksplit=2)
     assert cl.ctas == ws.ctas == 96 and 0 < cl.reduction_us < ws.reduction_us and cl.total_us < ws.total_us
     # 16 tiles of 128 x 128 in clusters of 8: 128 CTAs, more than the 120 the GPC layout runs at once
-    assert t("512x512x16384", cluster_k=8, pieces=1, stages=4).waves > 1
+    assert priced("512x512x16384", cluster_k=8, pieces=1, stages=4).waves > 1
     # 32 tiles in clusters of 4 (30 run at once) take two waves; 64 tiles of 64 x 64 in clusters of 2, one
-    assert t("512x512x16384", rows=64, cluster_k=4, pieces=1, stages=4).waves > 1
-    assert t("512x512x16384", rows=64, tile_s=64, cluster_k=2, pieces=1, stages=4).waves == 1
+    assert priced("512x512x16384", rows=64, cluster_k=4, pieces=1, stages=4).waves > 1
+    assert priced("512x512x16384", rows=64, tile_s=64, cluster_k=2, pieces=1, stages=4).waves == 1
 
 
 def picked_over_best(measured, predicted) -> float:
