@@ -3,7 +3,9 @@ rendered source of every seed of every family: the kernel's function attributes 
 queries are made only inside the once-per-device helper `evogemm_host::per_device`, and nothing
 calls a CUTLASS `initialize()` or allocates memory. The helper itself is compiled with the host
 compiler against stubbed CUDA runtime calls and run from several threads: its set-up runs until it
-succeeds once per device, then never again. (The GPU side: tests/test_gpu_abi_host_path.py.)"""
+succeeds once per device, then never again. The launch in thread-block clusters (skinny_mma, stream_wgmma) is
+compiled and run the same way: it hands the runtime its configuration, and a failed launch leaves no error for the
+next call to read as its own. (The GPU side: tests/test_gpu_abi_host_path.py.)"""
 
 from __future__ import annotations
 
@@ -248,3 +250,100 @@ def test_the_once_per_device_helper_runs_its_setup_once_per_device_from_many_thr
         assert build.returncode == 0, build.stderr[-3000:]
         run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
         assert run.returncode == 0 and run.stdout.strip() == "OK", (name, run.stdout, run.stderr)
+
+
+# ---- the launch in clusters (skinny_mma, stream_wgmma with cluster_k), compiled with the host compiler and run ----
+
+LAUNCH_DRIVER = r"""
+#include <cuda_runtime.h>
+#include <cstdio>
+
+// stubs: the launch records what it was given and fails when told to, setting the thread's last error as the
+// runtime does; cudaGetLastError reads and clears it
+static cudaError_t g_last = cudaSuccess;
+static cudaError_t g_fail_with = cudaSuccess;
+static int g_launches = 0;
+static dim3 g_grid, g_block;
+static size_t g_smem = 0;
+static cudaStream_t g_stream = nullptr;
+static unsigned g_cluster[3] = {0, 0, 0};
+static unsigned g_attrs = 0;
+static const void* g_func = nullptr;
+static int g_int = 0;
+static const float* g_ptr = nullptr;
+extern "C" cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
+  ++g_launches;
+  g_grid = config->gridDim; g_block = config->blockDim; g_smem = config->dynamicSmemBytes; g_stream = config->stream;
+  g_attrs = config->numAttrs;
+  for (unsigned i = 0; i < config->numAttrs; ++i)
+    if (config->attrs[i].id == cudaLaunchAttributeClusterDimension) {
+      g_cluster[0] = config->attrs[i].val.clusterDim.x; g_cluster[1] = config->attrs[i].val.clusterDim.y;
+      g_cluster[2] = config->attrs[i].val.clusterDim.z;
+    }
+  g_func = func;
+  g_int = *static_cast<int*>(args[0]);
+  g_ptr = *static_cast<const float**>(args[1]);
+  if (g_fail_with != cudaSuccess) g_last = g_fail_with;
+  return g_fail_with;
+}
+extern "C" cudaError_t CUDARTAPI cudaGetLastError(void) { const cudaError_t e = g_last; g_last = cudaSuccess; return e; }
+
+namespace evogemm_host {
+namespace {
+HELPER
+}  // namespace
+}  // namespace evogemm_host
+
+void kernel(int, const float*) {}
+
+#define CHECK(cond) do { if (!(cond)) { std::printf("FAILED line %d: %s\n", __LINE__, #cond); return 1; } } while (0)
+
+int main() {
+  const float data[2] = {1.f, 2.f};
+  const cudaStream_t stream = reinterpret_cast<cudaStream_t>(0x1234);
+  // a launch in clusters of 4: the grid, block, shared memory, stream, cluster and arguments reach the runtime
+  CHECK(evogemm_host::launch_in_clusters(kernel, dim3(12, 3, 1), 384, 100000, 4, stream, 7, data) == 0);
+  CHECK(g_launches == 1 && g_grid.x == 12 && g_grid.y == 3 && g_grid.z == 1 && g_block.x == 384 && g_block.y == 1);
+  CHECK(g_smem == 100000 && g_stream == stream && g_attrs == 1);
+  CHECK(g_cluster[0] == 4 && g_cluster[1] == 1 && g_cluster[2] == 1);
+  CHECK(g_func == reinterpret_cast<const void*>(&kernel) && g_int == 7 && g_ptr == data);
+  // a failed launch returns 4 and leaves no error behind for the next call to read as its own
+  g_fail_with = cudaErrorLaunchOutOfResources;
+  CHECK(evogemm_host::launch_in_clusters(kernel, dim3(8, 1, 1), 128, 0, 8, stream, 1, data) == 4);
+  CHECK(g_launches == 2 && g_cluster[0] == 8);
+  CHECK(g_last == cudaSuccess);
+  g_fail_with = cudaSuccess;
+  CHECK(evogemm_host::launch_in_clusters(kernel, dim3(8, 1, 1), 128, 0, 1, stream, 2, data) == 0);
+  CHECK(g_last == cudaSuccess && g_cluster[0] == 1 && g_int == 2);
+  std::printf("OK\n");
+  return 0;
+}
+"""
+
+
+def launch_section(source: str) -> str:
+    """The launch in clusters as rendered, from its heading comment to its closing one."""
+    start = source.index("// ---- a launch in clusters")
+    end = source.index("// ---- end of the launch in clusters ----", start)
+    return source[start:end]
+
+
+def test_the_launch_in_clusters_passes_its_configuration_and_clears_a_failure(tmp_path):
+    cxx = shutil.which("g++") or shutil.which("c++")
+    include = cuda_include_dir()
+    if not cxx or include is None:
+        pytest.skip("needs a host C++ compiler and the CUDA runtime headers")
+    cluster_stream = next(g for _, g in FAMILIES.resolve("stream_wgmma").seeds() if g.get("cluster_k", 1) > 1)
+    sections = {launch_section(render(g, FAMILIES).source)
+                for g in (FAMILIES.resolve("skinny_mma").seeds()[0][1], cluster_stream)}
+    assert len(sections) == 1   # both families launch through the one helper
+    plain_stream = next(g for _, g in FAMILIES.resolve("stream_wgmma").seeds() if g.get("cluster_k", 1) == 1)
+    assert "launch_in_clusters" not in render(plain_stream, FAMILIES).source   # unchanged without a cluster
+    src = tmp_path / "launch.cpp"
+    src.write_text(LAUNCH_DRIVER.replace("HELPER", sections.pop()))
+    exe = tmp_path / "launch"
+    build = subprocess.run([cxx, "-std=c++17", "-O1", f"-I{include}", str(src), "-o", str(exe)],
+                           capture_output=True, text=True, timeout=120)
+    assert build.returncode == 0, build.stderr[-3000:]
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.strip() == "OK", (run.stdout, run.stderr)

@@ -143,7 +143,8 @@ def test_a_cluster_renders_its_launch_and_push_and_leaves_the_rest_as_it_was():
     for line in ("constexpr int kClusterK = 4;", "constexpr int kMinBlocks = 1;", "+ kRecvBytes;",
                  "barrier.cluster.arrive.relaxed.aligned;", "barrier.cluster.wait.aligned;",
                  "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32", "mapa.shared::cluster.u32",
-                 "attr[0].val.clusterDim.x = kClusterK;", "wait_phase(smem_u32(&recv_bar), 0);"):
+                 "attr[0].val.clusterDim.x = cluster_x;", "evogemm_host::launch_in_clusters(stream_wgmma_kernel,",
+                 "wait_phase(smem_u32(&recv_bar), 0);"):
         assert line in src, line
     assert "min(M, N) <= 1024" not in src and "<= 1024 && K % 8 == 0" in src
     # the clusterless kernel is inside it, unchanged but for the cluster's parts: every line of the plain source
