@@ -64,10 +64,25 @@ def dependent_launch() -> Genome:
     as after any other kernel (evaluator/worker_cuda.full_dependencies)."""
     g = skinny_base()
     launch = block_source(g, "launch")
-    for old, new in (("cudaLaunchAttribute attr[1];", "cudaLaunchAttribute attr[2];"),
-                     ("cfg.numAttrs = 1;", "cfg.numAttrs = 2;\n"
-                      "  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;\n"
-                      "  attr[1].val.programmaticStreamSerializationAllowed = 1;")):
-        assert launch.count(old) == 1, old
-        launch = launch.replace(old, new)
+    call = "  return evogemm_host::launch_in_clusters("
+    assert launch.count(call) == 1, call
+    start = launch.index(call)
+    end = launch.index(");\n", start) + 3
+    launch = launch[:start] + """  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(kThreads, 1, 1);
+  cfg.dynamicSmemBytes = csplit > 1 ? kClusterSmemBytes : kSmemBytes;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[2];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = (unsigned)csplit;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[1].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 2;
+  return cudaLaunchKernelEx(&cfg, kernel, X, Y, static_cast<__half*>(C), R, S, K, N, (int)x_is_a, csplit)
+      == cudaSuccess ? 0 : 4;
+""" + launch[end:]
     return g.with_patch(Patch("launch", launch, note="planted: programmatic dependent launch"))
