@@ -5,7 +5,8 @@
 # screen kernels). On any other GPU: then one bench of ../kernels/screen at its eight shapes, with the record's
 # halls of fame (h200-public-10/selection) and all six vendor baselines. Carry .kc/whl and .kc/s61c.txz (the
 # record's kernels, the gpu tests' and the screen's, built on the CPU machine). LIMIT_S (default 480): the call's limit;
-# SKIP_TESTS=1 skips the gpu tests; CACHE: another kernel cache to carry and use instead (call_s62.sh).
+# SKIP_TESTS=1 skips the gpu tests; CACHE: another kernel cache to carry and use instead (call_s62.sh); EXTRA_KERNELS:
+# more kernel folders for the H200 bench (../../h200-public-13/scripts/call_s62c.sh).
 set -u
 T0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader | tee $OUT/gpu.txt
@@ -24,7 +25,8 @@ if grep -q H200 $OUT/gpu.txt; then
   timeout $LEFT python -m experiments.cli bench --modes device --cache $C --timing '{"repeats":5}' \
     --per-shape --suite public --kernels $P/selection docs/results/h200-tilek128/probe $Y/kernels $P/public-mirrors \
     $P/public-mirrors-v2-new docs/results/h200-mirrors-rev2/mirrors-new \
-    docs/results/splitk-two-ctas/kernels/sm90_swapab_splitk-eb37e6ad.json $SC --out $OUT/b > $OUT/b/bench.log 2>&1
+    docs/results/splitk-two-ctas/kernels/sm90_swapab_splitk-eb37e6ad.json $SC ${EXTRA_KERNELS:-} --out $OUT/b \
+    > $OUT/b/bench.log 2>&1
 else
   timeout $LEFT python -m experiments.cli bench --modes device --cache $C --timing '{"repeats":5}' --per-shape \
     --shapes 16x6144x4096 16x4096x14336 1x8192x8192 16x4096x4096 8192x64x8192 128x4096x4096 128x4096x14336 512x512x16384 \
