@@ -198,6 +198,34 @@ def test_the_model_ranks_the_familys_first_bench():
     assert geometric_mean(picks) <= 1.06
 
 
+H200_PUBLIC_S62 = Path(__file__).resolve().parent.parent / "docs/results/h200-public-13/call1/pub/bench.json"
+
+
+@pytest.mark.skipif(not H200_PUBLIC_S62.is_file(), reason="session 62's H200 public bench is not in this checkout")
+def test_the_model_ranks_the_familys_kernels_on_the_h200():
+    """The family's first H200 runs (session 62's public bench: 55 runs at six public shapes, clusters along K of 2
+    and 4 beside their workspace twins): the H200 model picks the measured best stream_wgmma kernel at every shape
+    and ranks the kernels within a shape well (0.87 on average, 0.75 at worst, when written)."""
+    from statistics import mean
+
+    from scipy.stats import spearmanr
+    dev, sp = DEVICES["h200"], SimParams()
+    picks, within = [], []
+    for shape in json.loads(H200_PUBLIC_S62.read_text())["shapes"]:
+        problem = Problem.parse(shape["problem"])
+        runs = [(k["measurement"]["device"]["median_us"], model(k["genome"]["params"], problem, sp, dev).total_us)
+                for k in shape["kernels"]
+                if k["genome"]["family"] == "stream_wgmma" and k["measurement"].get("status") == "ok"]
+        if len(runs) < 2:
+            continue
+        meas, pred = zip(*runs)
+        picks.append(picked_over_best(meas, pred))
+        within.append(spearmanr(meas, pred).statistic)
+    assert len(picks) == 6
+    assert max(picks) <= 1.03
+    assert mean(within) >= 0.8 and min(within) >= 0.6
+
+
 S48_PROTOTYPE = Path(__file__).resolve().parent.parent / "docs/results/h200-stream-wgmma/h100-s48/small-grid.json"
 
 
