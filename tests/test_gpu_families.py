@@ -55,6 +55,13 @@ def assert_all_pass_the_gate(evaluator, genomes: list, problem: Problem) -> None
     assert all(m.rel_error <= 1e-3 and m.acc_error is not None for m in results)
 
 
+def validated(family: str, cases: "list[dict]") -> list:
+    """Genomes of `family` with the parameters of each case, validated by its space."""
+    from genome import Genome
+    space = FAMILIES.resolve(family).space
+    return [space.validate(Genome.make(family, c)) for c in cases]
+
+
 def assert_valid_and_all_pass(evaluator, family: str, genomes: list, problem: Problem) -> None:
     """Every genome is valid at `problem` in `family`'s space and passes the gate there."""
     space = FAMILIES.resolve(family).space
@@ -359,8 +366,6 @@ def any_k_genomes() -> list:
     """skinny_mma genomes whose any-K instantiation (K % 8 != 0, space revision 7) differs in how it loops: the
     decode seed's double buffering kept (unroll 2), unroll 8 halved to a single buffer, 512 threads (unroll 1, 128
     registers a thread), 32 rows and 4 n8 tiles a warp, interleaved K splits over a cluster of 4, and 64 Y columns."""
-    from genome import Genome
-    sk = FAMILIES.resolve("skinny_mma").space
     cases = [dict(warp_rows=16, warps_r=1, warps_k=4, s_tile=16, unroll=2, prefetch=1, cluster_k=2),
              dict(warp_rows=16, warps_r=1, warps_k=8, s_tile=8, unroll=8, prefetch=1, cluster_k=1),
              dict(warp_rows=16, warps_r=4, warps_k=4, s_tile=16, unroll=2, prefetch=1, cluster_k=1),
@@ -368,7 +373,7 @@ def any_k_genomes() -> list:
              dict(warp_rows=16, warps_r=1, warps_k=4, s_tile=16, unroll=2, prefetch=1, cluster_k=4, k_interleave=1,
                   l2_prefetch=128),
              dict(warp_rows=16, warps_r=1, warps_k=2, s_tile=64, unroll=1, prefetch=0, cluster_k=2)]
-    return [sk.validate(Genome.make("skinny_mma", c)) for c in cases]
+    return validated("skinny_mma", cases)
 
 
 # K odd (rows start on every 2-byte boundary), 2 and 4 mod 8, K = 1, K shorter than a group, a last row that ends
@@ -391,13 +396,11 @@ def cluster_reduction_genomes() -> list:
     sums of it into its shared memory through st.async, counted by its mbarrier) runs with 2, 4, 8 and 16 CTAs a
     cluster, over shares of 8 to 512 floats: 16 x 8 tiles split 16 ways, 32 x 64 tiles 2 ways, two warps along the
     rows, one warp splitting K (no warp reduction before the cluster's)."""
-    from genome import Genome
-    sk = FAMILIES.resolve("skinny_mma").space
     cases = [dict(warp_rows=16, warps_r=1, warps_k=4, s_tile=8, unroll=1, prefetch=1, cluster_k=16),
              dict(warp_rows=16, warps_r=1, warps_k=8, s_tile=16, unroll=2, prefetch=1, cluster_k=8),
              dict(warp_rows=16, warps_r=2, warps_k=2, s_tile=16, unroll=2, prefetch=0, cluster_k=4),
              dict(warp_rows=32, warps_r=1, warps_k=1, s_tile=64, unroll=1, prefetch=1, cluster_k=2)]
-    return [sk.validate(Genome.make("skinny_mma", c)) for c in cases]
+    return validated("skinny_mma", cases)
 
 
 # X = W (M < N) and X = A (M > N), rows and columns that are not whole tiles (37, 5, 77), K shorter than one 32-wide
@@ -415,13 +418,11 @@ def stream_cluster_genomes() -> list:
     rows another CTA stores pushes its accumulators into that CTA's shared memory through st.async, counted by its
     mbarrier): clusters of 2, 4 and 8 CTAs, 64- and 128-row units, small-side tiles of 32 to 256, two pieces a
     stage."""
-    from genome import Genome
-    sw = FAMILIES.resolve("stream_wgmma").space
     cases = [dict(rows=128, tile_s=128, pieces=1, stages=4, ksplit=1, ctas_per_sm=1, cluster_k=8),
              dict(rows=128, tile_s=64, pieces=2, stages=3, ksplit=1, ctas_per_sm=1, cluster_k=4),
              dict(rows=64, tile_s=256, pieces=1, stages=3, ksplit=1, ctas_per_sm=1, cluster_k=2),
              dict(rows=64, tile_s=32, pieces=2, stages=4, ksplit=1, ctas_per_sm=1, cluster_k=4)]
-    return [sw.validate(Genome.make("stream_wgmma", c)) for c in cases]
+    return validated("stream_wgmma", cases)
 
 
 # W streamed (M < N) and A streamed (M > N), small-side and row tiles that are not whole (100, 1000, 520), K off whole
@@ -439,14 +440,12 @@ def skinny_tma_edge_genomes() -> list:
     """skinny_tma configurations no seed has: one 64-k piece a stage (a warp's single k16 step a stage: one
     accumulator chain), 8 warps on a 16-row group (two pieces: one step each), 2 warps on each of four 16-row groups,
     16 pieces with 2 stages and two CTAs an SM, 8 stages of one piece."""
-    from genome import Genome
-    st = FAMILIES.resolve("skinny_tma").space
     cases = [dict(rows=16, pieces=1, stages=8, consumer_warps=4, ctas_per_sm=1),
              dict(rows=16, pieces=2, stages=6, consumer_warps=8, ctas_per_sm=2),
              dict(rows=64, pieces=2, stages=4, consumer_warps=8, ctas_per_sm=1),
              dict(rows=32, pieces=16, stages=2, consumer_warps=2, ctas_per_sm=1),
              dict(rows=64, pieces=1, stages=8, consumer_warps=4, ctas_per_sm=2)]
-    return [st.validate(Genome.make("skinny_tma", c)) for c in cases]
+    return validated("skinny_tma", cases)
 
 
 # K shorter than one piece, K off 64 with whole pieces past its end, one row, S = 16 and S = 9 (two n8 tiles), A
@@ -466,13 +465,11 @@ def test_skinny_tma_edge_configurations_pass_the_gate(evaluator, shape):
 def y_resident_genomes() -> list:
     """skinny_tma with Y's K resident in shared memory: 16 and 8 pieces a stage (two and four stages), 8 warps on a
     16-row group, 32-row boxes (two 16-row groups read the same Y), two CTAs an SM (where Y's K is short)."""
-    from genome import Genome
-    st = FAMILIES.resolve("skinny_tma").space
     cases = [dict(rows=16, pieces=16, stages=2, consumer_warps=4, ctas_per_sm=1, y_resident=1),
              dict(rows=16, pieces=8, stages=4, consumer_warps=8, ctas_per_sm=1, y_resident=1),
              dict(rows=32, pieces=4, stages=4, consumer_warps=8, ctas_per_sm=1, y_resident=1),
              dict(rows=16, pieces=2, stages=6, consumer_warps=4, ctas_per_sm=2, y_resident=1)]
-    return [st.validate(Genome.make("skinny_tma", c)) for c in cases]
+    return validated("skinny_tma", cases)
 
 
 # Y's boxes reused by later row blocks: the 16-row, one-CTA-an-SM genomes take two or more row blocks a CTA at every

@@ -174,6 +174,15 @@ def picked_over_best(measured, predicted) -> float:
     return measured[predicted.index(min(predicted))] / min(measured)
 
 
+def measured_and_predicted(shape: dict, device: str) -> "list[tuple[float, float]]":
+    """(measured median, the `device` model's time) of each stream_wgmma run of a bench shape that passed the gate."""
+    problem = Problem.parse(shape["problem"])
+    return [(k["measurement"]["device"]["median_us"],
+             model(k["genome"]["params"], problem, SimParams(), DEVICES[device]).total_us)
+            for k in shape["kernels"]
+            if k["genome"]["family"] == "stream_wgmma" and k["measurement"].get("status") == "ok"]
+
+
 @pytest.mark.skipif(not H100_BENCH.is_file(), reason="the family's first bench is not in this checkout")
 def test_the_model_ranks_the_familys_first_bench():
     """The family's protocol bench on an H100 (12 shapes, 124 runs): pooled over the shapes the model's rank
@@ -183,13 +192,9 @@ def test_the_model_ranks_the_familys_first_bench():
     from statistics import geometric_mean
 
     from scipy.stats import spearmanr
-    dev, sp = DEVICES["h100"], SimParams()
     measured, predicted, picks = [], [], []
     for shape in json.loads(H100_BENCH.read_text())["shapes"]:
-        problem = Problem.parse(shape["problem"])
-        runs = [(k["measurement"]["device"]["median_us"], model(k["genome"]["params"], problem, sp, dev).total_us)
-                for k in shape["kernels"] if k["measurement"].get("status") == "ok"]
-        meas, pred = zip(*runs)
+        meas, pred = zip(*measured_and_predicted(shape, "h100"))
         picks.append(picked_over_best(meas, pred))
         measured += meas
         predicted += pred
@@ -209,13 +214,9 @@ def test_the_model_ranks_the_familys_kernels_on_the_h200():
     from statistics import mean
 
     from scipy.stats import spearmanr
-    dev, sp = DEVICES["h200"], SimParams()
     picks, within = [], []
     for shape in json.loads(H200_PUBLIC_S62.read_text())["shapes"]:
-        problem = Problem.parse(shape["problem"])
-        runs = [(k["measurement"]["device"]["median_us"], model(k["genome"]["params"], problem, sp, dev).total_us)
-                for k in shape["kernels"]
-                if k["genome"]["family"] == "stream_wgmma" and k["measurement"].get("status") == "ok"]
+        runs = measured_and_predicted(shape, "h200")
         if len(runs) < 2:
             continue
         meas, pred = zip(*runs)

@@ -1,5 +1,6 @@
-"""How the stream_wgmma model (H100 device facts) ranks the screen's stream_wgmma kernels, cluster and ksplit twins,
-within each shape (evaluator.sim_fit.rank_report). Usage: python sim_rank.py bench.json"""
+"""How the stream_wgmma model ranks a bench's stream_wgmma kernels (cluster and ksplit twins) within each shape
+(evaluator.sim_fit.rank_report), with the device facts named (h100 by default: this folder's screen; session 62's
+H200 bench: ../../h200-public-13). Usage: python sim_rank.py bench.json [h100|h200]"""
 import json
 import sys
 
@@ -9,4 +10,4 @@ d = json.load(open(sys.argv[1]))
 recs = [dict(genome=k["genome"], problem=s["problem"], time_us=k["measurement"]["device"]["median_us"])
         for s in d["shapes"] for k in s["kernels"]
         if k["genome"]["family"] == "stream_wgmma" and k["measurement"]["status"] == "ok"]
-print(json.dumps(rank_report(recs, device="h100"), indent=1))
+print(json.dumps(rank_report(recs, device=sys.argv[2] if len(sys.argv) > 2 else "h100"), indent=1))
