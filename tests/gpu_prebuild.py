@@ -19,8 +19,8 @@ from templates import family_registry  # noqa: E402
 
 def gpu_test_genomes() -> list[Genome]:
     """The union of the kernels test_gpu.py, test_gpu_families.py, test_gpu_abi_host_path.py,
-    test_gpu_dependent_launch.py, test_gpu_export.py and test_gpu_splitk_inkernel.py build (planted kernels and the short campaigns'
-    seeds included), each once."""
+    test_gpu_dependent_launch.py, test_gpu_export.py and test_gpu_splitk_inkernel.py build (planted kernels, the short campaigns'
+    seeds and the mirrors of the vendor picks recorded at the mirror test's shapes included), each once."""
     import planted
     import test_gpu
     import test_gpu_abi_host_path
@@ -55,6 +55,7 @@ def gpu_test_genomes() -> list[Genome]:
     out.update((g.id, g) for g in test_gpu_families.y_resident_genomes())
     out.update((g.id, g) for g in test_gpu_families.multicast_slice_genomes())
     out.update((g.id, g) for g in test_gpu_families.cluster_grid_genomes())
+    out.update((g.id, g) for g in test_gpu_families.recorded_vendor_mirror_genomes())
     out.update((g.id, g) for g in test_gpu_splitk_inkernel.inkernel_genomes())   # ksplit: a runtime knob
     for shape in test_gpu_families.WAVE_SHAPES:
         out.update((g.id, g) for g in test_gpu_families.cooperative_wave_genomes(shape))

@@ -60,11 +60,13 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def libraries(kernel_cache):
-    """The kernels of CASES, built once (in parallel): case key -> BuildResult."""
+def libraries():
+    """The kernels of CASES, built once (in parallel) into the kernel cache the GPU evaluator uses (EVOGEMM_CACHE:
+    where tests/gpu_prebuild.py builds them ahead; a private cache rebuilt all eleven on the GPU machine, 56 s of the
+    whole `pytest -m gpu` on an H100): case key -> BuildResult."""
     from evaluator.compile import Compiler
     genomes = [c.genome() for c in CASES]
-    compiler = Compiler.default(kernel_cache)
+    compiler = Compiler.default()
     try:
         results = compiler.build_many(genomes)
     finally:

@@ -1,6 +1,8 @@
 """Every seed of every new family, on shapes of its domain, passes the gate on a real Hopper GPU
 (pytest -m gpu; skips cleanly without one)."""
 
+from pathlib import Path
+
 import pytest
 
 from genome import Problem
@@ -276,21 +278,53 @@ def test_cooperative_one_wave_seeds_pass_the_gate(evaluator, shape):
 # population.vendor_seeds: two shapes where the vendor fits an odd tile (1000^3, 1280^3 on an H100: 72x128 in a 2x4
 # cluster, 112x128 in 4x2: docs/results/h100-vendor-algos)
 VENDOR_SHAPES = ["1000x1000x1000", "1280x1280x1280"]
+MIRROR_FAMILIES = ["sm90_cutlass", "sm90_lean", "sm90_swapab", "sm90_splitk"]
+
+
+def vendor_mirrors(problem, algorithms: dict, times: dict) -> list:
+    """The test's two mirrors of the vendor's algorithms (cuBLASLt's, as a BaselineSet records them; `times`: each
+    baseline's median us), as (genome, origin, note) triples."""
+    from evolution.seeding import load_handpicked
+    from evolution.vendor_seeds import vendor_seeds
+    return vendor_seeds(problem, [FAMILIES.resolve(f).space for f in MIRROR_FAMILIES], algorithms, times,
+                        load_handpicked(MIRROR_FAMILIES), 2, set())
+
+
+def recorded_vendor_mirror_genomes() -> list:
+    """The mirrors the test above builds when the GPU's vendor picks what a device bench under docs/results/ recorded
+    at VENDOR_SHAPES (H100 and H200 benches), for tests/gpu_prebuild.py: the picks are the GPU's, measured, so the
+    cache holds those seen so far and a new one is built in the test."""
+    import json
+    out = {}
+    for path in sorted((Path(__file__).resolve().parent.parent / "docs" / "results").rglob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if not isinstance(data, dict) or not isinstance(data.get("shapes"), list):
+            continue
+        for shape in data["shapes"]:
+            if not isinstance(shape, dict) or shape.get("problem") not in VENDOR_SHAPES:
+                continue
+            bs = shape.get("baselines") or {}
+            times = {n: t["median_us"] for n, t in (bs.get("device") or {}).items()
+                     if isinstance(t, dict) and t.get("median_us")}
+            if bs.get("algorithms") and times:
+                out.update((g.id, g) for g, _, _ in vendor_mirrors(Problem.parse(shape["problem"]),
+                                                                  bs["algorithms"], times))
+    return list(out.values())
 
 
 @pytest.mark.parametrize("shape", VENDOR_SHAPES)
 def test_the_mirrors_of_the_vendors_own_algorithm_pass_the_gate(evaluator, shape):
     """The vendor baselines of this GPU say what they ran; two mirrors of it in the campaign families (built here,
-    about a minute) pass the gate. Their times are printed beside the vendor's, not asserted."""
-    from evolution.seeding import load_handpicked
-    from evolution.vendor_seeds import vendor_seeds
+    about a minute, unless tests/gpu_prebuild.py built them from a recorded pick) pass the gate. Their times are
+    printed beside the vendor's, not asserted."""
     problem = Problem.parse(shape)
     baselines = evaluator.baselines(problem)
     assert baselines.algorithms, "the cuBLASLt baselines name no algorithm"
-    families = ["sm90_cutlass", "sm90_lean", "sm90_swapab", "sm90_splitk"]
     times = {name: t.median_us for name, t in baselines.device.items() if t and t.median_us}
-    seeds = vendor_seeds(problem, [FAMILIES.resolve(f).space for f in families], baselines.algorithms, times,
-                         load_handpicked(families), 2, set())
+    seeds = vendor_mirrors(problem, baselines.algorithms, times)
     assert seeds, f"no family mirrors {baselines.algorithms}"
     results = evaluator.evaluate([g for g, _, _ in seeds], problem)
     print(shape, "vendor", {name: round(us, 2) for name, us in times.items()})
