@@ -19,8 +19,9 @@ from templates import family_registry  # noqa: E402
 
 def gpu_test_genomes() -> list[Genome]:
     """The union of the kernels test_gpu.py, test_gpu_families.py, test_gpu_abi_host_path.py,
-    test_gpu_dependent_launch.py, test_gpu_export.py and test_gpu_splitk_inkernel.py build (planted kernels, the short campaigns'
-    seeds and the mirrors of the vendor picks recorded at the mirror test's shapes included), each once."""
+    test_gpu_dependent_launch.py, test_gpu_export.py and test_gpu_splitk_inkernel.py build (planted kernels, the
+    short campaigns' seeds and the mirrors of the vendor picks recorded at the mirror test's shapes included), each
+    once."""
     import planted
     import test_gpu
     import test_gpu_abi_host_path

@@ -293,9 +293,9 @@ def vendor_mirrors(problem, algorithms: dict, times: dict) -> list:
 def recorded_vendor_mirror_genomes() -> list:
     """The mirrors the test below builds when the GPU's fastest cuBLASLt baseline ran an algorithm a device bench
     under docs/results/ recorded at VENDOR_SHAPES (H100 and H200 benches; each baseline's pick taken as the fastest,
-    the others in their recorded order), for tests/gpu_prebuild.py. The fastest pick is the GPU's, measured, and changes where the
-    baselines tie (1280^3 on an H100: four within 0.3%); the cache holds those seen so far, a new one is built in
-    the test (about a minute)."""
+    the others in their recorded order), for tests/gpu_prebuild.py. The fastest pick is the GPU's, measured, and
+    changes where the baselines tie (1280^3 on an H100: four within 0.3%); the cache holds those seen so far, a new
+    one is built in the test (about a minute)."""
     import json
     out = {}
     for path in sorted((Path(__file__).resolve().parent.parent / "docs" / "results").rglob("*.json")):

@@ -4,10 +4,11 @@ H200 bench runs that timed it at the shape (a run copied into two folders counts
 ratio of that run's best vendor time to its time; kernels with fewer than MIN_RUNS runs are left out, so one lucky
 draw cannot pick a kernel (h200-public-10/select_recorded.py picked by the best ratio, biased upward by
 construction). Per shape the TOP best by that median, of those whose median is within MARGIN of the record's own
-ratio there (a kernel further behind is unlikely to lead a new run), enter kernels/consistent/hall_of_fame/<shape>.json, for
-`bench --per-shape`. Measures nothing; prints what it picked, as a table. Run from the repository root:
+ratio there (a kernel further behind is unlikely to lead a new run), enter
+kernels/consistent/hall_of_fame/<shape>.json, for `bench --per-shape`. Measures nothing; prints what it picked, as a table. Run from the repository root:
 
-    python docs/results/h200-public-13/scripts/select_consistent.py [TOP] [MIN_RUNS] [MARGIN] > docs/results/h200-public-13/consistent.md
+    python docs/results/h200-public-13/scripts/select_consistent.py [TOP] [MIN_RUNS] [MARGIN] \
+        > docs/results/h200-public-13/consistent.md
 """
 
 from __future__ import annotations
