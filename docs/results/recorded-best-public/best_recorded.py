@@ -32,23 +32,29 @@ def bench_files(device: str | None = None):
                 yield path, data
 
 
+def ratios_in(data: dict, shapes: set[str]):
+    """(shape, ratio of the bench's best vendor time to the kernel's, the kernel's genome dict) for every passing
+    kernel run at one of `shapes` in one bench's JSON."""
+    for shape in data["shapes"]:
+        if not isinstance(shape, dict) or shape.get("problem") not in shapes:
+            continue
+        vendor = [b["median_us"] for b in ((shape.get("baselines") or {}).get("device") or {}).values()
+                  if isinstance(b, dict) and b.get("median_us")]
+        if not vendor:
+            continue
+        for kernel in shape.get("kernels", []):
+            m = kernel["measurement"]
+            if m.get("status") != "ok" or not isinstance(m.get("device"), dict):
+                continue
+            yield shape["problem"], min(vendor) / m["device"]["median_us"], kernel["genome"]
+
+
 def kernel_ratios(shapes: set[str], device: str | None = None):
     """(shape, ratio of the bench's best vendor time to the kernel's, the kernel's genome dict, the bench's path
     under docs/results) for every passing kernel run at one of `shapes` in every device bench (on `device`)."""
     for path, data in bench_files(device):
-        for shape in data["shapes"]:
-            if not isinstance(shape, dict) or shape.get("problem") not in shapes:
-                continue
-            vendor = [b["median_us"] for b in ((shape.get("baselines") or {}).get("device") or {}).values()
-                      if isinstance(b, dict) and b.get("median_us")]
-            if not vendor:
-                continue
-            for kernel in shape.get("kernels", []):
-                m = kernel["measurement"]
-                if m.get("status") != "ok" or not isinstance(m.get("device"), dict):
-                    continue
-                yield (shape["problem"], min(vendor) / m["device"]["median_us"], kernel["genome"],
-                       str(path.relative_to(RESULTS)))
+        for problem, ratio, genome in ratios_in(data, shapes):
+            yield problem, ratio, genome, str(path.relative_to(RESULTS))
 
 
 def best_ratios(shapes: set[str]) -> dict[str, tuple[float, str, str]]:

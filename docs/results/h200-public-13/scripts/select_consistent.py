@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[4]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "docs/results/recorded-best-public"))
 
-from best_recorded import PROBE_ONLY, bench_files  # noqa: E402
+from best_recorded import PROBE_ONLY, bench_files, ratios_in  # noqa: E402
 from genome import Genome, Problem  # noqa: E402
 from templates import family_registry  # noqa: E402
 
@@ -36,19 +36,10 @@ def ratios_by_run(shapes: set[str]) -> "dict[str, dict[str, dict[str, float]]]":
     out: dict[str, dict[str, dict[str, float]]] = {s: defaultdict(dict) for s in shapes}
     for _path, data in bench_files("H200"):
         run = str((data.get("meta") or {}).get("date"))
-        for shape in data["shapes"]:
-            if not isinstance(shape, dict) or shape.get("problem") not in shapes:
-                continue
-            vendor = [b["median_us"] for b in ((shape.get("baselines") or {}).get("device") or {}).values()
-                      if isinstance(b, dict) and b.get("median_us")]
-            for kernel in shape.get("kernels", []) if vendor else []:
-                m, g = kernel["measurement"], kernel["genome"]
-                if m.get("status") != "ok" or not isinstance(m.get("device"), dict):
-                    continue
-                if any(g.get("params", {}).get(k) for k in PROBE_ONLY):
-                    continue
+        for problem, ratio, g in ratios_in(data, shapes):
+            if not any(g.get("params", {}).get(k) for k in PROBE_ONLY):
                 GENOMES[g["id"]] = g
-                out[shape["problem"]][g["id"]][run] = min(vendor) / m["device"]["median_us"]
+                out[problem][g["id"]][run] = ratio
     return out
 
 
