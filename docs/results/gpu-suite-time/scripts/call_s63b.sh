@@ -4,13 +4,14 @@
 # one) and the vendor-mirror gate tests (tests/gpu_prebuild.py now builds the mirrors of every pick recorded at their
 # shapes). Verbose, each line stamped with the second it was written, and pytest's --durations. Carry .kc/whl and
 # .kc/s63b.txz (../../h200-public-13/scripts/call_s63.sh's cache and the six mirrors added). LIMIT_S: the call's
-# limit (default 240).
+# limit (default 240); CACHE: another kernel cache to carry and use instead (session 64: .kc/s64.txz, with the
+# second version's mirrors).
 set -u
 T0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader | tee $OUT/gpu.txt
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .kc/whl/*.whl || exit 9
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-C=/tmp/kc; mkdir -p $C && tar xJf .kc/s63b.txz -C $C || exit 8
+C=/tmp/kc; mkdir -p $C && tar xJf ${CACHE:-.kc/s63b.txz} -C $C || exit 8
 LEFT=$(( ${LIMIT_S:-240} - ($(date +%s) - T0) - 10 ))
 EVOGEMM_CACHE=$C timeout $LEFT python3 -m pytest -v -s -p no:cacheprovider -m gpu -rfEs --durations=15 \
   tests/test_gpu_abi_host_path.py "tests/test_gpu_families.py::test_the_mirrors_of_the_vendors_own_algorithm_pass_the_gate" 2>&1 \
