@@ -1,0 +1,102 @@
+"""Rebuild, on the CPU machine, the kernel cache that ../../h200-public-13/scripts/call_s63.sh and call_s63b.sh carry,
+and pack it. A fresh checkout has no `.kc/` (session 65 started from one): this is what `.kc/s64.txz` held, built in
+the order a short device budget needs it. Three groups, each built before the next:
+
+- `mirror-tests`: call_s63b.sh's two test files (the ABI host-path cases and the recorded vendor mirrors), 27 builds;
+- `bench`: every kernel call_s63.sh's H200 branch benches (the record's folders, ../kernels/decode-neighbours and
+  ../kernels/consistent), 131 more;
+- `tests`: the rest of what tests/gpu_prebuild.py lists, for call_s63.sh's whole `pytest -m gpu`, 163 more.
+
+About 80 minutes for all three with the CPU machine's two nvcc jobs. Run from the repository root:
+`python docs/results/gpu-suite-time/scripts/build_carry.py --cache .kc/kc` builds;
+`... --cache .kc/kc --pack .kc/s65.txz mirror-tests bench` then packs the builds of the groups named (a build still
+missing is left out and said; the GPU machine builds it in the call)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[4]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+BENCH_FOLDERS = ("h200-public-10/selection", "h200-tilek128/probe", "skinny-y-resident/kernels",
+                 "h200-public-10/public-mirrors", "h200-public-10/public-mirrors-v2-new", "h200-mirrors-rev2/mirrors-new",
+                 "splitk-two-ctas/kernels/sm90_swapab_splitk-eb37e6ad.json", "stream-cluster-k/kernels/screen",
+                 "h200-public-13/kernels/decode-neighbours", "h200-public-13/kernels/consistent")
+GROUPS = ("mirror-tests", "bench", "tests")
+
+
+def group_genomes(name: str) -> list:
+    """The genomes of one group (duplicates across groups are dropped by the caller, first group wins)."""
+    if name == "mirror-tests":
+        import test_gpu_abi_host_path
+        import test_gpu_families
+        return [c.genome() for c in test_gpu_abi_host_path.CASES] + test_gpu_families.recorded_vendor_mirror_genomes()
+    if name == "bench":
+        from experiments.bench import halls_by_shape, load_kernels
+        paths = [ROOT / "docs" / "results" / f for f in BENCH_FOLDERS]
+        halls = [p for p in paths if (p / "hall_of_fame").is_dir()]   # the bench's --per-shape campaign folders
+        out = load_kernels([p for p in paths if p not in halls])
+        for genomes in halls_by_shape(halls).values():
+            out += genomes
+        return out
+    if name == "tests":
+        import gpu_prebuild
+        return gpu_prebuild.gpu_test_genomes()
+    raise SystemExit(f"unknown group {name!r}: one of {', '.join(GROUPS)}")
+
+
+def keyed_groups(compiler, names) -> "list[tuple[str, dict]]":
+    """(group, {build key: genome}) in order, each build key in the first group that has it."""
+    seen: set[str] = set()
+    out = []
+    for name in names:
+        keyed = {}
+        for g in group_genomes(name):
+            key = compiler.key_of(g)
+            if key not in seen:
+                seen.add(key)
+                keyed[key] = g
+        out.append((name, keyed))
+    return out
+
+
+def main() -> int:
+    from evaluator.compile import Compiler
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cache", required=True, help="kernel cache folder to build into / pack from")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--pack", metavar="TXZ", help="pack the groups' builds into TXZ instead of building")
+    ap.add_argument("groups", nargs="*", default=list(GROUPS), help=f"default: {' '.join(GROUPS)}")
+    args = ap.parse_args()
+    compiler = Compiler.default(Path(args.cache), jobs=args.jobs)
+    t0 = time.monotonic()
+    groups = keyed_groups(compiler, args.groups)
+    if args.pack:
+        with tarfile.open(args.pack, "w:xz") as tar:
+            for name, keyed in groups:
+                have = [k for k in keyed if (compiler.entry_dir(k) / "meta.json").exists()]
+                for key in have:
+                    tar.add(str(compiler.entry_dir(key)), arcname=str(compiler.entry_dir(key).relative_to(compiler.cache_dir)))
+                print(f"{name}: {len(have)} of {len(keyed)} builds packed", flush=True)
+        return 0
+    failed = 0
+    for name, keyed in groups:
+        todo = [g for g in keyed.values() if not compiler.cached(g)]
+        print(f"== {name}: {len(keyed)} builds, {len(todo)} to build ({time.monotonic() - t0:.0f} s)", flush=True)
+
+        def progress(done: int, total: int, r, name=name) -> None:
+            state = "ok" if r.ok else f"FAILED: {r.reason}"
+            print(f"  {name} [{done}/{total}] {r.genome_id[:8]} {r.seconds:.0f} s {state}", flush=True)
+        failed += sum(not r.ok for r in compiler.build_many(todo, progress=progress))
+    compiler.close()
+    print(f"{failed} failed, {time.monotonic() - t0:.0f} s in all")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
