@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[4]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 BENCH_FOLDERS = ("h200-public-10/selection", "h200-tilek128/probe", "skinny-y-resident/kernels",
-                 "h200-public-10/public-mirrors", "h200-public-10/public-mirrors-v2-new", "h200-mirrors-rev2/mirrors-new",
+                 "h200-public-10/public-mirrors", "h200-public-10/public-mirrors-v2-new",
+                 "h200-mirrors-rev2/mirrors-new",
                  "splitk-two-ctas/kernels/sm90_swapab_splitk-eb37e6ad.json", "stream-cluster-k/kernels/screen",
                  "h200-public-13/kernels/decode-neighbours", "h200-public-13/kernels/consistent")
 GROUPS = ("mirror-tests", "bench", "tests")
@@ -81,7 +82,8 @@ def main() -> int:
             for name, keyed in groups:
                 have = [k for k in keyed if (compiler.entry_dir(k) / "meta.json").exists()]
                 for key in have:
-                    tar.add(str(compiler.entry_dir(key)), arcname=str(compiler.entry_dir(key).relative_to(compiler.cache_dir)))
+                    entry = compiler.entry_dir(key)
+                    tar.add(str(entry), arcname=str(entry.relative_to(compiler.cache_dir)))
                 print(f"{name}: {len(have)} of {len(keyed)} builds packed", flush=True)
         return 0
     failed = 0
