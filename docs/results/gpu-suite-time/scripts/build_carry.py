@@ -48,7 +48,7 @@ def group_genomes(name: str) -> list:
     if name == "tests":
         import gpu_prebuild
         return gpu_prebuild.gpu_test_genomes()
-    raise SystemExit(f"unknown group {name!r}: one of {', '.join(GROUPS)}")
+    raise ValueError(f"unknown group {name!r}")
 
 
 def keyed_groups(compiler, names) -> "list[tuple[str, dict]]":
@@ -74,6 +74,9 @@ def main() -> int:
     ap.add_argument("--pack", metavar="TXZ", help="pack the groups' builds into TXZ instead of building")
     ap.add_argument("groups", nargs="*", default=list(GROUPS), help=f"default: {' '.join(GROUPS)}")
     args = ap.parse_args()
+    unknown = [g for g in args.groups if g not in GROUPS]
+    if unknown:
+        ap.error(f"unknown group(s) {', '.join(unknown)}: give some of {', '.join(GROUPS)}")
     compiler = Compiler.default(Path(args.cache), jobs=args.jobs)
     t0 = time.monotonic()
     groups = keyed_groups(compiler, args.groups)
