@@ -95,6 +95,15 @@ def load_kernels(paths: Iterable["str | Path"]) -> list[Genome]:
     return list(out.values())
 
 
+def bench_kernels(paths: Sequence["str | Path"],
+                  per_shape: bool) -> "tuple[list[Genome], dict[str, list[Genome]] | None]":
+    """`bench --kernels PATHS`: the genomes timed at every shape, and (with `per_shape`) each shape's own hall of
+    fame, shape name -> genomes, from the campaign folders among `paths` (None without such folders)."""
+    campaigns = [p for p in paths if (Path(p) / "hall_of_fame").is_dir()] if per_shape else []
+    kernels = load_kernels([p for p in paths if p not in campaigns])
+    return kernels, (halls_by_shape(campaigns) if campaigns else None)
+
+
 def halls_by_shape(paths: Iterable["str | Path"]) -> "dict[str, list[Genome]]":
     """Shape name -> the genomes of that shape's hall of fame, over the campaign folders given
     (`bench --per-shape`: each shape is timed with its own hall, not every hall)."""
@@ -235,9 +244,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if not problems:
             raise BenchError("give --suite FILE and/or --shapes MxNxK ...")
         paths = list(args.kernels or [])
-        campaigns = [p for p in paths if (Path(p) / "hall_of_fame").is_dir()] if args.per_shape else []
-        kernels = load_kernels([p for p in paths if p not in campaigns])
-        per_shape = halls_by_shape(campaigns) if campaigns else None
+        kernels, per_shape = bench_kernels(paths, args.per_shape)
         if paths and not kernels and not any((per_shape or {}).values()):
             raise BenchError(f"--kernels {' '.join(paths)}: found no genome there (JSON files of genomes, a folder "
                              "of them, a campaign folder with a hall_of_fame/ that holds kernels)")

@@ -38,13 +38,9 @@ def group_genomes(name: str) -> list:
         import test_gpu_families
         return [c.genome() for c in test_gpu_abi_host_path.CASES] + test_gpu_families.recorded_vendor_mirror_genomes()
     if name == "bench":
-        from experiments.bench import halls_by_shape, load_kernels
-        paths = [ROOT / "docs" / "results" / f for f in BENCH_FOLDERS]
-        halls = [p for p in paths if (p / "hall_of_fame").is_dir()]   # the bench's --per-shape campaign folders
-        out = load_kernels([p for p in paths if p not in halls])
-        for genomes in halls_by_shape(halls).values():
-            out += genomes
-        return out
+        from experiments.bench import bench_kernels
+        kernels, halls = bench_kernels([ROOT / "docs" / "results" / f for f in BENCH_FOLDERS], per_shape=True)
+        return kernels + [g for genomes in (halls or {}).values() for g in genomes]
     if name == "tests":
         import gpu_prebuild
         return gpu_prebuild.gpu_test_genomes()
@@ -83,7 +79,7 @@ def main() -> int:
     if args.pack:
         with tarfile.open(args.pack, "w:xz") as tar:
             for name, keyed in groups:
-                have = [k for k in keyed if (compiler.entry_dir(k) / "meta.json").exists()]
+                have = [k for k, g in keyed.items() if compiler.cached(g)]
                 for key in have:
                     entry = compiler.entry_dir(key)
                     tar.add(str(entry), arcname=str(entry.relative_to(compiler.cache_dir)))
