@@ -7,7 +7,7 @@ the order a short device budget needs it. Three groups, each built before the ne
   ../kernels/consistent), 131 more;
 - `tests`: the rest of what tests/gpu_prebuild.py lists, for call_s63.sh's whole `pytest -m gpu`, 163 more.
 
-About 80 minutes for all three with the CPU machine's two nvcc jobs. Run from the repository root:
+About 76 minutes for all three (session 65) with the CPU machine's two nvcc jobs. Run from the repository root:
 `python docs/results/gpu-suite-time/scripts/build_carry.py --cache .kc/kc` builds;
 `... --cache .kc/kc --pack .kc/s65.txz mirror-tests bench` then packs the builds of the groups named (a build still
 missing is left out and said; the GPU machine builds it in the call)."""
