@@ -204,7 +204,7 @@ class SimulatedEvaluator:
     def device_facts(self) -> dict:
         """The simulated device's copy bandwidth (the measured figure it is calibrated with)."""
         return {"hbm_tbps": self.device.hbm_tbps,
-                "hbm_source": f"the simulated {self.device.name}'s copy bandwidth (measured, MEASURE.md)"}
+                "hbm_source": f"simulated {self.device.name}'s copy bandwidth (measured, MEASURE.md)"}
 
     def predict_us(self, genome: Genome, problem: "Problem | str") -> float:
         """Noise-free model time of a valid genome."""

@@ -151,6 +151,7 @@ def test_bench_markdown_shows_bandwidth_and_roofline(tmp_path):
     assert proc.returncode == 0, proc.stderr
     md = (out / "bench.md").read_text()
     assert "% roofline" in md and "vendor TB/s" in md and "bytes / 4.3 TB/s" in md
+    assert "bytes / 4.3 TB/s, the simulated H200's copy bandwidth" in md   # says where the figure came from, once
     row = next(line for line in md.splitlines() if line.startswith("| 16x4096x14336"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     head = [c.strip() for c in next(line for line in md.splitlines() if line.startswith("| shape")).strip("|").split("|")]
