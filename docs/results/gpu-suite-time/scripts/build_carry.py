@@ -1,13 +1,15 @@
 """Rebuild, on the CPU machine, the kernel cache that ../../h200-public-13/scripts/call_s63.sh and call_s63b.sh carry,
 and pack it. A fresh checkout has no `.kc/` (session 65 started from one): this is what `.kc/s64.txz` held, built in
-the order a short device budget needs it. Three groups, each built before the next:
+the order a short device budget needs it. Three groups, each built before the next, and a fourth for another call:
 
 - `mirror-tests`: call_s63b.sh's two test files (the ABI host-path cases and the recorded vendor mirrors), 27 builds;
 - `bench`: every kernel call_s63.sh's H200 branch benches (the record's folders, ../kernels/decode-neighbours and
   ../kernels/consistent), 131 more;
-- `tests`: the rest of what tests/gpu_prebuild.py lists, for call_s63.sh's whole `pytest -m gpu`, 163 more.
+- `tests`: the rest of what tests/gpu_prebuild.py lists, for call_s63.sh's whole `pytest -m gpu`, 163 more;
+- `streamk`: what ../../swapab-streamk/scripts/call_s66.sh benches (its kernels and bedab432), 7 builds
+  (`--pack .kc/s66sk.txz streamk`).
 
-About 76 minutes for all three (session 65) with the CPU machine's two nvcc jobs. Run from the repository root:
+About 76 minutes for the first three (session 65) with the CPU machine's two nvcc jobs. Run from the repository root:
 `python docs/results/gpu-suite-time/scripts/build_carry.py --cache .kc/kc` builds;
 `... --cache .kc/kc --pack .kc/s65.txz mirror-tests bench` then packs the builds of the groups named (a build still
 missing is left out and said; the GPU machine builds it in the call)."""
@@ -28,7 +30,8 @@ BENCH_FOLDERS = ("h200-public-10/selection", "h200-tilek128/probe", "skinny-y-re
                  "h200-mirrors-rev2/mirrors-new",
                  "splitk-two-ctas/kernels/sm90_swapab_splitk-eb37e6ad.json", "stream-cluster-k/kernels/screen",
                  "h200-public-13/kernels/decode-neighbours", "h200-public-13/kernels/consistent")
-GROUPS = ("mirror-tests", "bench", "tests")
+STREAMK_KERNELS = ("swapab-streamk/kernels", "skinny-swapab/kernels/sm90_swapab-bedab432.json")
+GROUPS = ("mirror-tests", "bench", "tests", "streamk")
 
 
 def group_genomes(name: str) -> list:
@@ -41,6 +44,9 @@ def group_genomes(name: str) -> list:
         from experiments.bench import bench_kernels
         kernels, halls = bench_kernels([ROOT / "docs" / "results" / f for f in BENCH_FOLDERS], per_shape=True)
         return kernels + [g for genomes in (halls or {}).values() for g in genomes]
+    if name == "streamk":
+        from experiments.bench import load_kernels
+        return load_kernels([ROOT / "docs" / "results" / f for f in STREAMK_KERNELS])
     if name == "tests":
         import gpu_prebuild
         return gpu_prebuild.gpu_test_genomes()

@@ -2,7 +2,8 @@
 # Session 66, prepared for any GPU: sm90_swapab with CUTLASS's stream-K decomposition (../kernels, make_kernels.py)
 # against bedab432 (the leader at both public decode shapes) and the six vendor baselines, at two public decode shapes
 # and three others: one `evogemm bench`, gated, interleaved, 5 rounds. Carry .kc/whl and .kc/s66sk.txz (CACHE:
-# another): the seven builds, made on the CPU machine. About a minute of command (an estimate; not yet run).
+# another): the seven builds, made on the CPU machine (../../gpu-suite-time/scripts/build_carry.py's group `streamk`).
+# About a minute of command (an estimate; not yet run).
 set -u
 T0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader | tee $OUT/gpu.txt
