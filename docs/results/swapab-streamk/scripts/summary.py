@@ -16,10 +16,10 @@ def main(path: str) -> None:
         vendor = min(b["median_us"] for b in shape["baselines"]["device"].values())
         best: dict[str, tuple[float, str]] = {}
         for kernel in shape["kernels"]:
-            genome = kernel["genome"]
-            median = ((kernel.get("measurement") or {}).get("device") or {}).get("median_us")
-            if not median:
+            genome, measurement = kernel["genome"], kernel["measurement"]
+            if measurement["status"] != "ok":
                 continue
+            median = measurement["device"]["median_us"]
             if genome["id"].startswith("bedab432"):
                 group = "bedab432"
             else:
