@@ -199,6 +199,8 @@ def summarise(runs: Sequence[Mapping[str, Any]], budget: int) -> dict[str, Any]:
         if variant != "rl" or uni is None:
             continue
         for shape, d in sorted(rl["shapes"].items()):
+            if not d["curve"] or not uni["shapes"].get(shape, {}).get("curve"):
+                continue  # a shape neither variant ran (nothing passed, or it was skipped)
             target = uni["shapes"][shape]["curve"][-1]
             k = evals_to_reach(d["curve"], target)
             own = evals_to_reach(uni["shapes"][shape]["curve"], target)
@@ -404,30 +406,44 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="weight of the previous shape's policy state at each new shape (default 0.5; 0 = none)")
 
 
-def parse_params(items: Sequence[str]) -> "dict[str, Any] | None":
-    """KEY=VALUE strings -> {key: number or JSON value}; no items -> None (the policy's usual ones)."""
+def parse_params(items: Sequence[str], flag: str = "--param") -> "dict[str, Any] | None":
+    """KEY=VALUE strings -> {key: number or JSON value}; no items -> None (the policy's usual ones). `flag`: the
+    option they came from, for the error message."""
     if not items:
         return None
     out: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"ablation: --param wants KEY=VALUE, got {item!r}")
+            raise ValueError(f"ablation: {flag} wants KEY=VALUE, got {item!r}")
         try:
             out[key.strip()] = json.loads(value)
         except ValueError:
-            raise ValueError(f"ablation: --param {key.strip()}: {value!r} is not a number (or JSON value)") from None
+            raise ValueError(f"ablation: {flag} {key.strip()}: {value!r} is not a number (or JSON value)") from None
     return out
+
+
+def unsupported_shapes(shapes: Sequence[str]) -> "dict[str, str]":
+    """The shapes the ablation's campaign (its default family) cannot run, shape -> why: both variants would skip
+    them, so they measure nothing."""
+    from experiments.campaign_cli import unsupported_shapes as unsupported
+    from experiments.schema import parse_campaign
+    return unsupported(parse_campaign(campaign_dict(0, "uniform", 1, shapes)))
 
 
 def _run_args(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from experiments.cli import CliError
     shapes = args.shapes.split(",") if args.shapes else SHAPES
+    skipped = unsupported_shapes(shapes)
+    if skipped:
+        raise CliError("ablate-arms: its campaign cannot run " + " | ".join(f"{k}: {v}" for k, v in skipped.items())
+                       + "; give shapes it runs")
     rl = RlSelection(args.policy, parse_params(args.param), args.reward, args.failure_reward, args.warm_start_weight)
     result = run_arms_ablation(args.seeds, args.out, args.budget, shapes, args.jobs, args.base_seed,
                                args.candidates, not args.no_param_mutate, args.seeded, console=Console(), rl=rl,
-                               broken=args.broken, parents=parse_params(args.parent_param), jumps=args.jumps,
-                               population=parse_params(args.population))
+                               broken=args.broken, parents=parse_params(args.parent_param, "--parent-param"),
+                               jumps=args.jumps, population=parse_params(args.population, "--population"))
     print(result["markdown"])
     return 0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import platform
 import sys
 import time
@@ -81,6 +82,9 @@ def load_kernels(paths: Iterable["str | Path"]) -> list[Genome]:
                 files = [path / "dispatch.json"]
             elif (path / "hall_of_fame").is_dir():
                 files = sorted((path / "hall_of_fame").glob("*.json"))
+            elif (path / "campaign.db").exists():
+                raise BenchError(f"{path}: this campaign has no hall of fame yet (its run stopped before a shape "
+                                 f"finished); `evogemm resume {path}` finishes it")
             else:
                 files = sorted(path.glob("*.json"))
         else:
@@ -132,7 +136,10 @@ def _genomes_in(path: Path, empty_ok: bool = False) -> list[Genome]:
     def walk(node: Any) -> None:
         if isinstance(node, dict):
             if "family" in node and "params" in node:
-                found.append(Genome.from_dict({k: node[k] for k in ("family", "params", "patches") if k in node}))
+                try:
+                    found.append(Genome.from_dict({k: node[k] for k in ("family", "params", "patches") if k in node}))
+                except (ValueError, TypeError) as exc:
+                    raise BenchError(f"{path}: {exc}") from exc
                 return
             for value in node.values():
                 walk(value)
@@ -228,9 +235,25 @@ def short_rotations(problems: "Sequence[Problem]", l2_bytes: "int | None", l2_mu
     return out
 
 
+def _check_out(raw: str) -> None:
+    """--out is a folder the results can go to: checked before anything is timed, not after."""
+    from experiments.cli import CliError
+    out = Path(raw).absolute()
+    if out.exists() and not out.is_dir():
+        raise CliError(f"--out {raw} is a file; give a folder for bench.json, bench.csv and bench.md")
+    there = out
+    while not there.exists():  # the folder is made when the first shape is done; its nearest existing parent
+        there = there.parent
+    if not there.is_dir():
+        raise CliError(f"--out {raw}: {there} is a file, so the folder cannot be made")
+    if not os.access(there, os.W_OK | os.X_OK):
+        raise CliError(f"--out {raw}: {there} is not writable")
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from evaluator.factory import NoGpuError, allowed_options, make_evaluator
     from experiments.cli import CliError
+    _check_out(args.out)
     if args.merge:
         return _merge(args)
     packages = [p for p in args.kernels or [] if bench_package.is_package(p)]
@@ -243,6 +266,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         problems += [Problem.parse(s) for s in args.shapes or []]
         if not problems:
             raise BenchError("give --suite FILE and/or --shapes MxNxK ...")
+        unique = list({p.name: p for p in problems}.values())
+        if len(unique) < len(problems):
+            print(f"note: {len(problems) - len(unique)} shape(s) named twice are timed once", flush=True)
+            problems = unique
         paths = list(args.kernels or [])
         kernels, per_shape = bench_kernels(paths, args.per_shape)
         if paths and not kernels and not any((per_shape or {}).values()):
@@ -250,8 +277,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                              "of them, a campaign folder with a hall_of_fame/ that holds kernels)")
     except (BenchError, ValueError) as exc:
         raise CliError(str(exc)) from exc
-    if args.peak_tflops <= 0:
-        raise CliError(f"--peak-tflops must be positive, got {args.peak_tflops:g}")
+    if not args.peak_tflops > 0 or args.peak_tflops == float("inf"):
+        raise CliError(f"--peak-tflops must be a positive number, got {args.peak_tflops:g}")
     from evaluator.gpu_worker import check_timing
     try:
         timing = json.loads(args.timing) if args.timing else {}
@@ -315,6 +342,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print()
     print(paths["md"].read_text())
     print("wrote " + ", ".join(str(p) for p in paths.values()))
+    if (kernels or any((per_shape or {}).values())) and not any(m.ok for r in results for _, m in r.measurements):
+        print("evogemm bench: no kernel was timed at any shape (each reason is above and in bench.json); only the "
+              "vendor baselines were", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,11 +33,31 @@ def _cli_error(message: str) -> Exception:
     return CliError(message)
 
 
-def _load(path: str, overrides: "dict[str, Any] | None" = None) -> Any:
+def _flag_errors(errors: "list[str]", overrides: "dict[str, Any]", flags: "dict[str, str]") -> "list[str] | None":
+    """The errors as the command-line flags' own when every one is about a key a flag set (`flags`: dotted key ->
+    flag), else None: 'seed: -1 is not allowed: ... (line 2)' -> '--seed -1: -1 is not allowed: ...'."""
+    out = []
+    for error in errors:
+        key = next((k for k in flags if k in overrides and error.startswith(k + ":")), None)
+        if key is None:
+            return None
+        message = re.sub(r" \(line \d+\)$", "", error[len(key) + 1:].strip())
+        out.append(f"{flags[key]} {overrides[key]}: {message}")
+    return out
+
+
+def load_campaign_file(path: str, overrides: "dict[str, Any] | None" = None,
+                       flags: "dict[str, str] | None" = None) -> Any:
+    """The campaign YAML at `path` (with `overrides`), or a one-line CLI error saying what is wrong with it. `flags`:
+    the command-line flag that set each override (dotted key -> flag), so that a bad value is blamed on its flag,
+    not on a line of the file."""
     from experiments.schema import CampaignError, load_campaign
     try:
         return load_campaign(path, overrides)
     except CampaignError as exc:
+        by_flag = _flag_errors(exc.errors, overrides or {}, flags or {})
+        if by_flag:
+            raise _cli_error("; ".join(by_flag)) from exc
         text = str(exc)
         if len(exc.errors) == 1:  # one problem is one line (PyYAML's reader errors span two)
             text = " ".join(part.strip() for part in text.splitlines())
@@ -61,9 +82,38 @@ def _positive(name: str, value: "float | None") -> None:
         raise _cli_error(f"{name} must be more than 0, got {value:g}")
 
 
+def unsupported_shapes(config: Any) -> "dict[str, str]":
+    """The campaign's shapes that none of its families can run (the engine skips them), shape -> why: each
+    family's reason, and the built-in families that would run it."""
+    from evolution.plugins import make_plugins
+    from templates.family import builtin_families
+    registry = make_plugins(config.families).families
+    spaces = [registry.resolve(name).space for name in dict.fromkeys(config.families)]
+    out = {}
+    for problem in config.problems:
+        reasons = [(space.family, space.supports(problem)) for space in spaces]
+        if all(why for _, why in reasons):
+            named = {space.family for space in spaces}
+            others = [f.name for f in builtin_families() if f.name not in named and f.space.supports(problem) is None]
+            out[problem.name] = "; ".join(f"{family}: {why}" for family, why in reasons) + (
+                f"; families that run it: {', '.join(others)}" if others else "")
+    return out
+
+
+def check_runs_something(path: str, config: Any) -> "dict[str, str]":
+    """Refuse a campaign none of whose shapes its families can run (it would run nothing and say it finished);
+    returns the shapes that will be skipped, shape -> why."""
+    unsupported = unsupported_shapes(config)
+    if len(unsupported) == len(config.problems):
+        raise _cli_error(f"{path}: no shape of the campaign can run with its families ({', '.join(config.families)}): "
+                         + " | ".join(f"{shape}: {why}" for shape, why in unsupported.items()))
+    return unsupported
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
-    config = _load(args.campaign)
+    config = load_campaign_file(args.campaign)
     from experiments.schema import dump_campaign
+    unsupported = check_runs_something(args.campaign, config)
     b = config.budget
     limits = ", ".join(f"{k}={v}" for k, v in b.model_dump().items() if v is not None)
     print(f"{args.campaign}: OK: campaign {config.name!r}, seed {config.seed}, {len(config.problems)} shapes, "
@@ -71,6 +121,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
           f"operators {', '.join(op.arm_name for op in config.operators)}; budget {limits}; "
           f"backend {config.evaluator.backend}")
     print("shapes: " + " ".join(p.name for p in config.problems))
+    for shape, why in unsupported.items():
+        print(f"warning: {shape} will be skipped: no family of the campaign runs it ({why})")
     if args.resolved:
         print(dump_campaign(config, args.campaign))
     return 0
@@ -119,7 +171,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         overrides["seed"] = args.seed
     if args.backend is not None:
         overrides["evaluator.backend"] = args.backend
-    config = _load(args.campaign, overrides)
+    config = load_campaign_file(args.campaign, overrides, {"seed": "--seed", "evaluator.backend": "--backend"})
+    check_runs_something(args.campaign, config)
     out = Path(args.out) if args.out else default_output_dir(config)
     before = before_create(out)
     try:
@@ -207,11 +260,14 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_ablate(args: argparse.Namespace) -> int:
-    from experiments.ablation import run_ablation
+    from experiments.ablation import run_ablation, variant_overrides
     _at_least("--seeds", args.seeds)
     _at_least("--jobs", args.jobs)
     _at_least("--budget", args.budget)
-    _load(args.campaign)  # validate first
+    base = load_campaign_file(args.campaign)  # validate first, then with the RL variant's policy as the runs set it
+    check_runs_something(args.campaign, base)  # (a bad --policy is the flag's error, not the file's)
+    load_campaign_file(args.campaign, variant_overrides("evolution_rl", args.policy, base.selection.policy),
+                       {"selection.policy": "--policy"})
     strategies = list(dict.fromkeys(s for s in args.strategies.split(",") if s)) if args.strategies else None
     result = run_ablation(args.campaign, seeds=args.seeds, out_dir=args.out, policy=args.policy, jobs=args.jobs,
                           budget=args.budget, strategies=strategies, console=_console())

@@ -268,7 +268,7 @@ def config_history(db: CampaignDB) -> list[dict]:
 
 def check_config_file(folder: "str | Path", db: CampaignDB, config: Any = None) -> None:
     """Refuse (CampaignEdited) when campaign.yaml says something else than the settings the database
-    recorded. A missing campaign.yaml is written again; one left behind by an interrupted
+    recorded. A missing or empty campaign.yaml is written again; one left behind by an interrupted
     `extend` (or backend switch) is brought up to date."""
     folder = Path(folder)
     path = folder / CONFIG_FILE
@@ -284,6 +284,9 @@ def check_config_file(folder: "str | Path", db: CampaignDB, config: Any = None) 
         why = "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else "it is no longer valid YAML"
         raise CampaignEdited(f"{path} was edited after the campaign was created and {why}. The campaign's settings "
                              f"are in {DB_FILE}; delete {path} and it is written again from them") from None
+    if data is None:  # empty (or only comments): nothing of the settings is left in it, so no edit to refuse
+        write_config_file(folder, config, config_history(db))
+        return
     if _plain(data) == stored:
         return
     if any(_plain(data) == entry.get("config_before") for entry in config_history(db)):
@@ -302,7 +305,8 @@ def check_config_file(folder: "str | Path", db: CampaignDB, config: Any = None) 
         f"{path} was edited after the campaign was created (changed: {'; '.join(shown)}{more}). A campaign keeps "
         f"the settings it was created with (recorded in {DB_FILE}), so the edit would be ignored. Undo it; raise a "
         f"budget with `evogemm extend {folder} --evaluations N`; or run the edited settings as a new campaign: "
-        f"evogemm run {path} --out NEW_DIR")
+        f"evogemm run {path} --out NEW_DIR. If the file was damaged rather than edited, delete it: it is written "
+        f"again from {DB_FILE}")
 
 
 def write_config_file(folder: Path, config: Any, history: Sequence[Mapping[str, Any]] = ()) -> Path:

@@ -7,12 +7,14 @@ import importlib
 import os
 import sqlite3
 import json
+import math
 import sys
 import time
 from pathlib import Path
 from typing import Sequence
 
 from genome import Genome, InvalidGenome, Problem
+from genome.genome import GenomeIdMismatch
 from templates import default_family, family_registry, get_family, get_space
 
 
@@ -26,6 +28,15 @@ def _load_genome(path: str) -> Genome:
         raise CliError(f"no such genome file: {path}")
     try:
         return Genome.load(p)
+    except GenomeIdMismatch as exc:
+        try:  # an edited genome: what is wrong with its content matters more than its stale id
+            get_space(exc.genome.family).validate(exc.genome)
+        except InvalidGenome as invalid:
+            raise CliError(f"{path}: {invalid} (its 'id' is stale too: the file was edited after it was "
+                           "written; remove the 'id' key)") from exc
+        except ValueError:
+            pass
+        raise CliError(f"{path}: {exc}") from exc
     except (ValueError, TypeError) as exc:
         raise CliError(f"{path}: {exc}") from exc
 
@@ -44,11 +55,16 @@ def cmd_space(args: argparse.Namespace) -> int:
           f"{facts['min_compute_capability']}), nvcc {' '.join(facts['nvcc_flags'])}\n"
           f"simulator model: {facts['simulator_model'] or 'none (the simulator reports its genomes unsupported)'}"
           f"\nseed genomes: {facts['seeds']}")
-    compile_valid = space.valid_size("compile")
-    # Runtime settings depend only on a few compile-time choices (the scheduler): count them on one
-    # representative build per distinct compile-time signature of the runtime rules.
+    compile_raw = math.prod(len(p.choices) for p in space.params if p.kind == "compile")
+    if compile_raw > 1_000_000:  # the count checks every combination: say why nothing shows for a while
+        print(f"\ncounting the valid builds among {compile_raw:,} compile-time combinations...", file=sys.stderr,
+              flush=True)
+    # One pass: the count, and the runtime settings, which depend only on a few compile-time choices (the
+    # scheduler): counted on one representative build per distinct compile-time signature of the runtime rules.
+    compile_valid = 0
     representatives: dict[str, dict] = {}
     for base in space.enumerate_valid("compile"):
+        compile_valid += 1
         representatives.setdefault(str(base.get("scheduler")), base)
     runtime_valid = max(space.valid_size("runtime", base) for base in representatives.values())
     print()

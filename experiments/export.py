@@ -28,7 +28,7 @@ from evaluator.compile import BuildResult, Compiler, ToolchainError
 from evolution.db import CampaignDB
 from templates import get_family, render
 
-from .export_select import Choice, ExportError, choose, measurement_record
+from .export_select import Choice, ExportError, choose, measurement_record, unfinished_shapes
 
 RUNTIME_DIR = Path(__file__).resolve().parent / "export_runtime"
 ABI_MODULE = Path(__file__).resolve().parents[1] / "evaluator" / "kernel_abi.py"
@@ -128,8 +128,16 @@ def export(folders: Sequence[str], out: Path, name: str = "evogemm_kernels", min
     out = Path(out)
     _check_out(out, folders, force)
     choices = choose(folders)
+    unfinished = {folder: shapes for folder in folders if (shapes := unfinished_shapes(folder))}
     if not choices:
+        if unfinished:
+            raise ExportError("no shape has finished yet: " + "; ".join(
+                f"{folder} stopped with {sum(s.values())} evaluation(s) recorded at {len(s)} shape(s) and no hall "
+                f"of fame written (finish it with `evogemm resume {folder}`)" for folder, s in unfinished.items()))
         raise ExportError("the campaigns hold no measured kernel (did they run?)")
+    for folder, shapes in unfinished.items():
+        log(f"{folder}: {len(shapes)} shape(s) not finished, left out ({', '.join(sorted(shapes))}); "
+            f"`evogemm resume {folder}` finishes them")
     compiler = Compiler.default(cache)
     tmp = out.with_name(f".{out.name}.partial")
     shutil.rmtree(tmp, ignore_errors=True)

@@ -82,8 +82,15 @@ def _hall(folder: Path, db: CampaignDB, shape: str) -> "list[tuple[Genome, Measu
     path = folder / "hall_of_fame" / f"{shape}.json"
     if not path.is_file():
         return []
+    try:
+        items = json.loads(path.read_text())
+        if not isinstance(items, list):
+            raise ValueError("it must hold a JSON list of entries")
+    except (OSError, ValueError) as exc:
+        raise ExportError(f"{path}: cannot read this hall of fame ({exc}); `evogemm resume {folder}` rewrites it "
+                          "when the campaign goes on, or remove the file to export without that shape") from exc
     out = []
-    for item in json.loads(path.read_text()):
+    for item in items:
         genome = Genome.from_dict(item["genome"])
         m = db.confirmation(genome.id, shape) or Measurement.from_dict(item["measurement"])
         if m.ok and m.time_us:
@@ -115,6 +122,20 @@ def campaign_choices(folder: "str | Path") -> list[Choice]:
             out.append(Choice(shape=shape, genome=genome, measurement=m, baselines=baselines, campaign=str(folder),
                               source=source, simulated=simulated or bool(m.simulated)))
         return out
+    finally:
+        db.close()
+
+
+def unfinished_shapes(folder: "str | Path") -> dict[str, int]:
+    """Shapes of a campaign whose run has not finished (a campaign stopped mid-shape: no hall of fame written yet)
+    but that recorded evaluations: shape name -> evaluations recorded."""
+    folder = Path(folder)
+    db = _open(folder)
+    try:
+        return {row["problem"]: n for row in db.shape_rows()
+                if row["status"] != "done" and db.verified(row["problem"]) is None
+                and not (folder / "hall_of_fame" / f"{row['problem']}.json").is_file()
+                and (n := db.evaluation_count(row["problem"]))}
     finally:
         db.close()
 

@@ -48,6 +48,8 @@ def simulated_proposals(config: Any, first_round_only: bool = True) -> list[tupl
 
 def cmd_prebuild(args: argparse.Namespace) -> int:
     from evaluator.compile import Compiler
+    from experiments.campaign_cli import check_runs_something, load_campaign_file
+    check_runs_something(args.campaign, load_campaign_file(args.campaign))
     t0 = time.monotonic()
     pairs = first_round_genomes(args.campaign)
     compiler = Compiler.default(args.cache, jobs=args.jobs) if args.jobs else Compiler.default(args.cache)

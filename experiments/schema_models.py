@@ -10,7 +10,8 @@ from __future__ import annotations
 import copy
 import inspect
 import re
-from typing import Any, ClassVar, Literal, Mapping
+from types import UnionType
+from typing import Any, ClassVar, Literal, Mapping, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -23,8 +24,22 @@ from .schema_yaml import at
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+def _wants_a_number(annotation: Any) -> bool:
+    """Whether a field of this type takes an int or a float and not a bool (pydantic would take true as 1)."""
+    kinds = set(get_args(annotation)) if get_origin(annotation) in (Union, UnionType) else {annotation}
+    return bool(kinds & {int, float}) and bool not in kinds
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        field = cls.model_fields.get(info.field_name) if info.field_name else None
+        if isinstance(value, bool) and field is not None and _wants_a_number(field.annotation):
+            raise ValueError(f"{str(value).lower()} is not a number")
+        return value
 
 
 class Budget(Strict):

@@ -9,6 +9,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+
+class GenomeIdMismatch(ValueError):
+    """A genome whose recorded id is not the id of its content (an edited file); `.genome` is the content."""
+
+    def __init__(self, message: str, genome: "Genome"):
+        super().__init__(message)
+        self.genome = genome
+
+
 @dataclass(frozen=True)
 class Patch:
     """Replace the body of one named `{% block %}` region of the family's template."""
@@ -147,7 +156,9 @@ class Genome:
         genome = cls.make(str(data["family"]), data["params"], patches)
         claimed = data.get("id")
         if claimed is not None and claimed != genome.id:
-            raise ValueError(f"genome id {claimed} does not match its content (content id {genome.id})")
+            raise GenomeIdMismatch(f"genome id {claimed} does not match its content (content id {genome.id}): the "
+                                   "file was edited after its id was written; remove the 'id' key to take the "
+                                   "content as it is", genome)
         return genome
 
     @classmethod

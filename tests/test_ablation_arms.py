@@ -297,6 +297,23 @@ def test_the_summary_also_measures_rl_against_uniforms_own_evaluations_to_its_fi
     meta = {"seeds": [0], "budget": 10, "shapes": ["a", "b"], "candidates": 4, "broken": "garbage",
             "seeded": False, "param_mutate": True, "rl_label": "x"}
     assert "rl needs 0.750 of them (median 0.750)" in render_markdown(s, meta)
+    # a shape where no kernel passed has empty curves: left out of the rows, not an IndexError
+    empty = summarise([run("rl", {**{k: v["curve"] for k, v in rl["shapes"].items()}, "c": []}),
+                       run("uniform", {**{k: v["curve"] for k, v in uni["shapes"].items()}, "c": []})], budget=10)
+    assert [r["shape"] for r in empty["rows"]] == ["a", "b"] and empty["mean_fraction"] == pytest.approx(0.6)
+
+
+def test_shapes_its_campaign_cannot_run_are_refused_before_any_run(tmp_path):
+    """--shapes 13x77x201 (unaligned: its default family skips it) ran both variants, then crashed in the summary."""
+    import subprocess
+    import sys
+    from engine_helpers import REPO, cli_env
+    proc = subprocess.run([sys.executable, "-m", "experiments.cli", "ablate-arms", "--out", str(tmp_path / "a"),
+                           "--seeds", "1", "--budget", "8", "--shapes", "1024x1024x1024,13x77x201"], cwd=str(REPO),
+                          env=cli_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "cannot run 13x77x201" in proc.stderr and "K=201" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    assert not (tmp_path / "a").exists()
 
 
 def test_the_no_learning_control_chooses_uniformly_but_not_in_uniforms_order():

@@ -80,6 +80,20 @@ def test_unknown_key_lists_allowed_keys(tmp_path):
     assert top[0].startswith("bugdet: unknown key; allowed: name, description, seed,")
 
 
+def test_a_yes_or_no_is_not_a_number(tmp_path):
+    """pydantic takes true as 1: `seed: true` ran seed 1 and `evaluations_per_shape: true` one evaluation."""
+    errs = errors_of(tmp_path, """
+        name: x
+        seed: true
+        shapes: [1024x1024x1024]
+        budget: {evaluations_per_shape: true, gpu_seconds: false}
+        population: {size: true, handpicked: false}
+    """)
+    for key in ("seed", "budget.evaluations_per_shape", "budget.gpu_seconds", "population.size"):
+        assert any(e.startswith(f"{key}: ") and "is not a number" in e for e in errs), (key, errs)
+    assert len(errs) == 4, errs  # a yes-or-no setting still takes one
+
+
 def test_bad_value_says_what_is_allowed(tmp_path):
     errs = errors_of(tmp_path, """
         name: x

@@ -1,3 +1,4 @@
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -93,7 +94,19 @@ def test_bad_input_is_one_line_and_exit_2_never_a_traceback(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "campaign.db").write_bytes(b"")
+    edited = tmp_path / "edited.json"  # a saved genome edited by hand: its id is stale and its tile_m not allowed
+    data = json.loads(good.read_text())
+    data["params"]["tile_m"] = 999
+    edited.write_text(json.dumps(data))
+    boolean = tmp_path / "boolean.json"
+    boolean.write_text('{"family": "sm90_cutlass", "params": {"tile_m": true}}')
     cases = [
+        (("render", str(edited)), "tile_m=999 is not allowed"),
+        (("compile", str(edited)), "remove the 'id' key"),
+        (("bench", "--shapes", "64x64x64", "--kernels", str(boolean), "--backend", "simulator"), "boolean.json: "),
+        (("bench", "--shapes", "64x64x64", "--out", str(good), "--backend", "simulator"), "is a file"),
+        (("bench", "--shapes", "64x64x64", "--out", str(good / "sub"), "--backend", "simulator"), "cannot be made"),
+        (("bench", "--shapes", "64x64x64", "--peak-tflops", "nan", "--backend", "simulator"), "--peak-tflops"),
         (("compile", str(nope)), "unknown template family 'nope'"),
         (("render", str(nope)), "unknown template family 'nope'"),
         (("compile", str(good), "--shape", "12x"), "cannot read shape '12x'"),
@@ -108,3 +121,14 @@ def test_bad_input_is_one_line_and_exit_2_never_a_traceback(tmp_path):
         assert out.returncode == 2, (args, out.stdout, out.stderr)
         assert "Traceback" not in out.stderr and words in out.stderr, (args, out.stderr)
         assert len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)
+
+
+def test_bench_of_kernels_none_of_which_runs_exits_1_and_a_shape_named_twice_is_timed_once(tmp_path):
+    data = {"family": "sm90_cutlass", "params": dict(get_space("sm90_cutlass").default_params(), tile_m=999)}
+    (tmp_path / "k.json").write_text(json.dumps(data))
+    out = run("bench", "--shapes", "256x256x256", "256x256x256", "--kernels", str(tmp_path / "k.json"),
+              "--backend", "simulator", "--out", str(tmp_path / "b"))
+    assert out.returncode == 1, (out.stdout, out.stderr)
+    assert "no kernel was timed at any shape" in out.stderr and "tile_m=999" in out.stdout
+    assert "1 shape(s) named twice are timed once" in out.stdout
+    assert len(json.loads((tmp_path / "b" / "bench.json").read_text())["shapes"]) == 1

@@ -183,3 +183,52 @@ def test_package_on_a_machine_without_gpu_falls_back_to_matmul(campaigns, fake_l
     main = subprocess.run([sys.executable, "-m", "cpu_kernels"], cwd=str(pkg), capture_output=True, text=True,
                           timeout=120)
     assert main.returncode == 1 and "cannot be verified here" in main.stdout
+
+
+def _stopped_copy(folder, dest, shapes=None):
+    """A copy of a finished campaign as a `kill -9` mid-shape leaves it: those shapes (all by default) running,
+    their hall-of-fame files not written yet."""
+    import shutil
+    import sqlite3
+    shutil.copytree(folder, dest)
+    db = sqlite3.connect(dest / "campaign.db")
+    rows = [r[0] for r in db.execute("SELECT problem FROM shapes")]
+    for shape in rows if shapes is None else shapes:
+        db.execute("UPDATE shapes SET status='running', finished=NULL WHERE problem=?", (shape,))
+        db.execute("DELETE FROM verified WHERE problem=?", (shape,))
+        (dest / "hall_of_fame" / f"{shape}.json").unlink()
+    db.commit()
+    db.close()
+    if shapes is None:
+        (dest / "hall_of_fame").rmdir()
+    return dest
+
+
+def test_a_stopped_campaign_is_named_as_stopped_not_as_empty(campaigns, tmp_path):
+    """A campaign killed before a shape finished has evaluations but no hall of fame: export and bench said it held
+    no kernel ("did they run?"), which sent the user the wrong way; they say to resume it now."""
+    stopped = _stopped_copy(campaigns[0], tmp_path / "stopped")
+    proc = evogemm("export", str(stopped), "--out", str(tmp_path / "p"), "--no-build", "--include-simulated")
+    assert proc.returncode == 2, proc.stderr
+    assert "no shape has finished yet" in proc.stderr and f"evogemm resume {stopped}" in proc.stderr
+    assert "evaluation(s) recorded at 2 shape(s)" in proc.stderr
+    proc = evogemm("bench", "--kernels", str(stopped), "--shapes", "128x4096x4096", "--out", str(tmp_path / "b"))
+    assert proc.returncode == 2 and "no hall of fame yet" in proc.stderr and "evogemm resume" in proc.stderr
+    half = _stopped_copy(campaigns[0], tmp_path / "half", shapes=["64x64x4096"])
+    logged = []
+    from experiments.export_select import unfinished_shapes
+    assert list(unfinished_shapes(half)) == ["64x64x4096"]
+    with pytest.raises(ExportError):  # the finished shape goes on to the build (none here), the other is named
+        export([str(half)], tmp_path / "q", build=False, include_simulated=True, cache=str(tmp_path / "c"),
+               log=logged.append)
+    assert any("64x64x4096" in line and "not finished" in line for line in logged), logged
+
+
+def test_a_corrupt_hall_of_fame_file_is_named(campaigns, tmp_path):
+    import shutil
+    broken = tmp_path / "broken"
+    shutil.copytree(campaigns[0], broken)
+    hof = broken / "hall_of_fame" / "64x64x4096.json"
+    hof.write_text(hof.read_text()[:40])
+    with pytest.raises(ExportError, match="64x64x4096.json: cannot read this hall of fame"):
+        choose([broken])

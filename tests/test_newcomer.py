@@ -257,6 +257,14 @@ def test_edited_campaign_yaml_is_refused_naming_the_keys(tmp_path):
     path.unlink()
     assert evogemm("resume", str(folder), "--no-live").returncode == 0
     assert yaml.safe_load(path.read_text()) == yaml.safe_load(original)
+    # so is an emptied one (it was called an edit and sent the user to run an empty file); a truncated one is
+    # refused as an edit, with the way out for a damaged file
+    path.write_text("")
+    assert evogemm("resume", str(folder), "--no-live").returncode == 0
+    assert yaml.safe_load(path.read_text()) == yaml.safe_load(original)
+    path.write_text(original[:original.index("population")])
+    one_line_error(evogemm("resume", str(folder)), "campaign.yaml was edited", "If the file was damaged rather than "
+                   "edited, delete it")
 
 
 def test_a_rewritten_campaign_yaml_of_a_folder_recorded_before_an_option_is_no_edit(tmp_path):
@@ -460,9 +468,22 @@ def test_a_skipped_shape_is_on_the_console_and_in_the_report(tmp_path):
     report = (folder / "report.md").read_text()
     assert "## Shapes skipped" in report and "**1000x1000x1001**: no template family supports it" in report
     assert "1 shape(s) skipped" in report
-    # every shape skipped: no evaluator was started, and the last line says so (it said "evaluator: None")
+    # every shape skipped: validate and run refuse the campaign (they said OK and ran nothing, exit 0) and make no
+    # folder; validate names the families that would run the shape
     only = _yaml(tmp_path, TINY.replace('["512x512x512", "1024x1024x1024"]', '["1000x1000x1001"]'), "only.yaml")
-    proc = evogemm("run", str(only), "--out", str(tmp_path / "only"), "--no-live")
+    for command in ("validate", "run"):
+        proc = evogemm(command, str(only), *(("--out", str(tmp_path / "only"), "--no-live") if command == "run" else ()))
+        one_line_error(proc, "no shape of the campaign can run with its families (sm90_cutlass)")
+        assert "1000x1000x1001" in proc.stderr and "families that run it: " in proc.stderr and "sm90_padded" in proc.stderr
+    assert not (tmp_path / "only").exists()
+    proc = evogemm("validate", str(camp))
+    assert proc.returncode == 0 and "warning: 1000x1000x1001 will be skipped" in proc.stdout, proc.stdout
+    # a folder made without that check (the API): resume starts no evaluator and the last line says so (it said
+    # "evaluator: None")
+    from experiments.campaign import create_campaign
+    from experiments.schema import load_campaign
+    create_campaign(load_campaign(only), tmp_path / "api")
+    proc = evogemm("resume", str(tmp_path / "api"), "--no-live")
     assert proc.returncode == 0 and "evaluator: none started (no shape ran)" in proc.stdout, proc.stdout
     assert "None" not in proc.stdout.splitlines()[-1]
     # also above a live table
@@ -475,6 +496,23 @@ def test_a_skipped_shape_is_on_the_console_and_in_the_report(tmp_path):
 
 
 # -- bad arguments and bad files -----------------------------------------------------------------------------
+
+def test_a_bad_flag_value_is_the_flags_error_not_a_line_of_the_file(tmp_path):
+    """--backend nope and --seed -1 were reported as `c.yaml: evaluator.backend: ... (line 14)`: a line the file
+    does not have wrong."""
+    camp = _yaml(tmp_path)
+    err = one_line_error(evogemm("run", str(camp), "--backend", "nope", "--out", str(tmp_path / "r")),
+                         "--backend nope: 'nope' is not allowed", "unknown evaluator backend")
+    assert "line" not in err and str(camp) not in err
+    one_line_error(evogemm("run", str(camp), "--seed", "-1", "--out", str(tmp_path / "r")), "--seed -1: ")
+    one_line_error(evogemm("ablate", str(camp), "--policy", "nope", "--seeds", "1", "--out", str(tmp_path / "a")),
+                   "--policy nope: ", "unknown selection policy")
+    assert not (tmp_path / "r").exists() and not (tmp_path / "a").exists()
+    # the file's own errors stay the file's, with their lines
+    bad = _yaml(tmp_path, TINY.replace("seed: ", "seed: -"), "bad.yaml")
+    one_line_error(evogemm("run", str(bad), "--backend", "simulator", "--out", str(tmp_path / "r")),
+                   f"{bad}: seed: ", "(line ")
+
 
 def test_ablate_runs_a_strategy_named_twice_once(tmp_path):
     proc = evogemm("ablate", str(_yaml(tmp_path)), "--seeds", "1", "--strategies", "random,random",
@@ -545,7 +583,8 @@ def test_an_operator_that_always_fails_is_shown_not_only_logged(tmp_path):
 
 
 def test_a_campaign_takes_a_bundled_suite_by_name_as_bench_does(tmp_path):
-    named = _yaml(tmp_path, TINY.replace('shapes: ["512x512x512", "1024x1024x1024"]', "suite: unaligned"))
+    named = _yaml(tmp_path, TINY.replace('shapes: ["512x512x512", "1024x1024x1024"]',
+                                         "suite: unaligned\n    families: [sm90_padded]"))  # a family that runs them
     proc = evogemm("validate", str(named))
     assert proc.returncode == 0 and "6 shapes" in proc.stdout, proc.stdout + proc.stderr
     unknown = _yaml(tmp_path, TINY.replace('shapes: ["512x512x512", "1024x1024x1024"]', "suite: nosuch"), "u.yaml")
@@ -647,7 +686,7 @@ def test_bench_says_what_it_did_not_time_and_refuses_what_it_cannot_do(tmp_path)
     one_line_error(evogemm("bench", "--merge", str(tmp_path / "b"), str(tmp_path / "b2"), "--out", str(tmp_path / "b")),
                    "is one of the results being merged")
     one_line_error(evogemm("bench", "--shapes", "256x256x256", "--backend", "simulator", "--peak-tflops", "-5",
-                           "--out", str(tmp_path / "p")), "--peak-tflops must be positive")
+                           "--out", str(tmp_path / "p")), "--peak-tflops must be a positive number")
 
 
 def test_a_damaged_database_is_named_with_what_is_wrong(tmp_path):
