@@ -17,6 +17,9 @@ class GenomeIdMismatch(ValueError):
         super().__init__(message)
         self.genome = genome
 
+    def __reduce__(self) -> tuple:  # survive pickling (process pools)
+        return (type(self), (str(self), self.genome))
+
 
 @dataclass(frozen=True)
 class Patch:

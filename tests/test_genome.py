@@ -43,8 +43,11 @@ def test_genome_rejects_bad_json():
         Genome.from_json("{nope")
     with pytest.raises(ValueError, match="unknown genome keys"):
         Genome.from_dict({"family": "sm90_cutlass", "params": {}, "colour": 1})
-    with pytest.raises(ValueError, match="does not match its content"):
+    with pytest.raises(ValueError, match="does not match its content") as stale:
         Genome.from_dict({"family": "sm90_cutlass", "params": {"tile_m": 128}, "id": "0" * 16})
+    import pickle
+    back = pickle.loads(pickle.dumps(stale.value))  # it crosses process pools whole, with the content it holds
+    assert str(back) == str(stale.value) and back.genome == stale.value.genome
     with pytest.raises(TypeError):
         Genome.make("sm90_cutlass", {"tile_m": 1.5})
 
