@@ -254,6 +254,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from evaluator.factory import NoGpuError, allowed_options, make_evaluator
     from experiments.cli import CliError
     _check_out(args.out)
+    if args.groups and not args.suite:
+        raise CliError(f"--groups {args.groups} picks groups of a suite: give --suite too")
     if args.merge:
         return _merge(args)
     packages = [p for p in args.kernels or [] if bench_package.is_package(p)]

@@ -58,6 +58,10 @@ def input_kind(path: "str | Path") -> str:
         if (p / "campaign.db").is_file():
             return "campaign"
         if (p / "ablation.json").is_file():
+            data = _read_json(p / "ablation.json")
+            if not (isinstance(data, dict) and "summary" in data and "runs" in data):
+                raise NotAReportInput(f"{p / 'ablation.json'}: JSON, but not an ablation result ('summary' and "
+                                      f"'runs', as `evogemm ablate --out` writes it); expected {EXPECTED}")
             return "ablation"
         if (p / "bench.json").is_file():
             return "bench"

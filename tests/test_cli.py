@@ -107,6 +107,7 @@ def test_bad_input_is_one_line_and_exit_2_never_a_traceback(tmp_path):
         (("bench", "--shapes", "64x64x64", "--out", str(good), "--backend", "simulator"), "is a file"),
         (("bench", "--shapes", "64x64x64", "--out", str(good / "sub"), "--backend", "simulator"), "cannot be made"),
         (("bench", "--shapes", "64x64x64", "--peak-tflops", "nan", "--backend", "simulator"), "--peak-tflops"),
+        (("bench", "--shapes", "64x64x64", "--groups", "decode", "--backend", "simulator"), "give --suite too"),
         (("compile", str(nope)), "unknown template family 'nope'"),
         (("render", str(nope)), "unknown template family 'nope'"),
         (("compile", str(good), "--shape", "12x"), "cannot read shape '12x'"),

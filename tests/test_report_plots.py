@@ -250,6 +250,10 @@ def test_bad_inputs_are_clear_errors(tmp_path, capsys):
     assert "not a bench result" in capsys.readouterr().err
     assert main(["report", str(tmp_path)]) == 2
     assert "no campaign.db, ablation.json or bench.json" in capsys.readouterr().err
+    (tmp_path / "abl").mkdir()  # an ablation.json of another shape wrote an empty report, exit 0
+    (tmp_path / "abl" / "ablation.json").write_text("{}")
+    assert main(["report", str(tmp_path / "abl"), "--out", str(tmp_path / "o")]) == 2
+    assert "not an ablation result" in capsys.readouterr().err and not (tmp_path / "o").exists()
     (tmp_path / "b.json").write_text(json.dumps(synthetic_bench()))
     assert main(["report", str(tmp_path / "b.json")]) == 2  # a file: no default folder
     assert "give --out OUTDIR" in capsys.readouterr().err
