@@ -199,17 +199,20 @@ def summarise(runs: Sequence[Mapping[str, Any]], budget: int) -> dict[str, Any]:
         if variant != "rl" or uni is None:
             continue
         for shape, d in sorted(rl["shapes"].items()):
-            if not d["curve"] or not uni["shapes"].get(shape, {}).get("curve"):
-                continue  # a shape neither variant ran (nothing passed, or it was skipped)
-            target = uni["shapes"][shape]["curve"][-1]
+            uni_curve = uni["shapes"].get(shape, {}).get("curve") or []
+            if not uni_curve or uni_curve[-1] is None:
+                continue  # uniform found no kernel there (a curve of None: nothing passed), so there is no target
+            target = uni_curve[-1]
             k = evals_to_reach(d["curve"], target)
-            own = evals_to_reach(uni["shapes"][shape]["curve"], target)
-            rows.append({"seed": seed, "shape": shape, "uniform_best_us": target, "rl_best_us": d["curve"][-1],
+            own = evals_to_reach(uni_curve, target)
+            rows.append({"seed": seed, "shape": shape, "uniform_best_us": target,
+                         "rl_best_us": d["curve"][-1] if d["curve"] else None,
                          "rl_evals": k, "fraction": (k if k is not None else budget) / budget,
                          "reached": k is not None, "uniform_evals": own,
                          "own_ratio": (k if k is not None else budget) / own if own else None})
     fractions = [r["fraction"] for r in rows]
     own_ratios = [r["own_ratio"] for r in rows if r["own_ratio"] is not None]
+    own_fractions = [r["uniform_evals"] / budget for r in rows if r["uniform_evals"]]
     curves = mean_curves(runs, budget)
     hit = next((i + 1 for i, v in enumerate(curves["rl"]) if v >= curves["uniform"][-1]), None) \
         if curves.get("rl") and curves.get("uniform") else None
@@ -238,8 +241,7 @@ def summarise(runs: Sequence[Mapping[str, Any]], budget: int) -> dict[str, Any]:
             # independent uniform run in rl's place (experiments.oracle_policy:UniformReplicate)
             "own_ratio_mean": statistics.fmean(own_ratios) if own_ratios else None,
             "own_ratio_median": statistics.median(own_ratios) if own_ratios else None,
-            "uniform_own_fraction": statistics.fmean(r["uniform_evals"] / budget for r in rows
-                                                     if r["uniform_evals"]) if rows else None,
+            "uniform_own_fraction": statistics.fmean(own_fractions) if own_fractions else None,
             "reached": sum(r["reached"] for r in rows), "cases": len(rows),
             "within_60": sum(r["reached"] and r["fraction"] <= 0.6 for r in rows), "split": split,
             "seconds": {v: statistics.fmean([r["seconds"] for r in runs if r["variant"] == v] or [math.nan])

@@ -254,10 +254,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from evaluator.factory import NoGpuError, allowed_options, make_evaluator
     from experiments.cli import CliError
     _check_out(args.out)
-    if args.groups and not args.suite:
-        raise CliError(f"--groups {args.groups} picks groups of a suite: give --suite too")
     if args.merge:
         return _merge(args)
+    if args.groups and not args.suite:
+        raise CliError(f"--groups {args.groups} picks groups of a suite: give --suite too")
     packages = [p for p in args.kernels or [] if bench_package.is_package(p)]
     if packages:
         return _bench_packages(args, packages)
@@ -354,8 +354,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def _merge(args: argparse.Namespace) -> int:
     """`--merge RESULT...`: one bench.md / .json / .csv from runs over disjoint shapes; times nothing."""
     from experiments.cli import CliError
-    if args.suite or args.shapes or args.kernels:
-        raise CliError("--merge re-renders earlier results: give no --suite, --shapes or --kernels with it")
+    if args.suite or args.groups or args.shapes or args.kernels:
+        raise CliError("--merge re-renders earlier results: give no --suite, --groups, --shapes or --kernels with it")
     try:
         results, meta = merge_results(args.merge)
     except ValueError as exc:

@@ -31,11 +31,9 @@ def _load_genome(path: str) -> Genome:
     except GenomeIdMismatch as exc:
         try:  # an edited genome: what is wrong with its content matters more than its stale id
             get_space(exc.genome.family).validate(exc.genome)
-        except InvalidGenome as invalid:
+        except ValueError as invalid:  # InvalidGenome, or an unknown family
             raise CliError(f"{path}: {invalid} (its 'id' is stale too: the file was edited after it was "
                            "written; remove the 'id' key)") from exc
-        except ValueError:
-            pass
         raise CliError(f"{path}: {exc}") from exc
     except (ValueError, TypeError) as exc:
         raise CliError(f"{path}: {exc}") from exc

@@ -136,8 +136,10 @@ def export(folders: Sequence[str], out: Path, name: str = "evogemm_kernels", min
                 f"of fame written (finish it with `evogemm resume {folder}`)" for folder, s in unfinished.items()))
         raise ExportError("the campaigns hold no measured kernel (did they run?)")
     for folder, shapes in unfinished.items():
-        log(f"{folder}: {len(shapes)} shape(s) not finished, left out ({', '.join(sorted(shapes))}); "
-            f"`evogemm resume {folder}` finishes them")
+        left_out = sorted(shape for shape in shapes if shape not in choices)  # not taken from another campaign
+        if left_out:
+            log(f"{folder}: {len(left_out)} shape(s) not finished, left out ({', '.join(left_out)}); "
+                f"`evogemm resume {folder}` finishes them")
     compiler = Compiler.default(cache)
     tmp = out.with_name(f".{out.name}.partial")
     shutil.rmtree(tmp, ignore_errors=True)

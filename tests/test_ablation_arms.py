@@ -297,10 +297,16 @@ def test_the_summary_also_measures_rl_against_uniforms_own_evaluations_to_its_fi
     meta = {"seeds": [0], "budget": 10, "shapes": ["a", "b"], "candidates": 4, "broken": "garbage",
             "seeded": False, "param_mutate": True, "rl_label": "x"}
     assert "rl needs 0.750 of them (median 0.750)" in render_markdown(s, meta)
-    # a shape where no kernel passed has empty curves: left out of the rows, not an IndexError
-    empty = summarise([run("rl", {**{k: v["curve"] for k, v in rl["shapes"].items()}, "c": []}),
-                       run("uniform", {**{k: v["curve"] for k, v in uni["shapes"].items()}, "c": []})], budget=10)
-    assert [r["shape"] for r in empty["rows"]] == ["a", "b"] and empty["mean_fraction"] == pytest.approx(0.6)
+    # a shape where uniform found no kernel (its curve None throughout, or empty) has no target: left out of the
+    # rows (it was a TypeError, and an IndexError for an empty curve); where rl found none it did not reach it
+    nothing = [None] * 10
+    for rl_c, uni_c in ((nothing, nothing), ([9.0] * 10, nothing), ([], [])):
+        out = summarise([run("rl", {**{k: v["curve"] for k, v in rl["shapes"].items()}, "c": rl_c}),
+                         run("uniform", {**{k: v["curve"] for k, v in uni["shapes"].items()}, "c": uni_c})], budget=10)
+        assert [r["shape"] for r in out["rows"]] == ["a", "b"] and out["mean_fraction"] == pytest.approx(0.6)
+    out = summarise([run("rl", {"c": nothing}), run("uniform", {"c": [9.0] * 10})], budget=10)
+    assert out["rows"][0]["reached"] is False and out["rows"][0]["fraction"] == 1.0
+    assert summarise([run("rl", {"c": nothing}), run("uniform", {"c": nothing})], budget=10)["cases"] == 0
 
 
 def test_shapes_its_campaign_cannot_run_are_refused_before_any_run(tmp_path):

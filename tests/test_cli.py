@@ -98,11 +98,14 @@ def test_bad_input_is_one_line_and_exit_2_never_a_traceback(tmp_path):
     data = json.loads(good.read_text())
     data["params"]["tile_m"] = 999
     edited.write_text(json.dumps(data))
+    renamed = tmp_path / "renamed.json"  # the family edited: that it is unknown comes first, not the stale id
+    renamed.write_text(json.dumps({**json.loads(good.read_text()), "family": "nofam"}))
     boolean = tmp_path / "boolean.json"
     boolean.write_text('{"family": "sm90_cutlass", "params": {"tile_m": true}}')
     cases = [
         (("render", str(edited)), "tile_m=999 is not allowed"),
         (("compile", str(edited)), "remove the 'id' key"),
+        (("render", str(renamed)), "unknown template family 'nofam'"),
         (("bench", "--shapes", "64x64x64", "--kernels", str(boolean), "--backend", "simulator"), "boolean.json: "),
         (("bench", "--shapes", "64x64x64", "--out", str(good), "--backend", "simulator"), "is a file"),
         (("bench", "--shapes", "64x64x64", "--out", str(good / "sub"), "--backend", "simulator"), "cannot be made"),

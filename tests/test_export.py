@@ -222,6 +222,11 @@ def test_a_stopped_campaign_is_named_as_stopped_not_as_empty(campaigns, tmp_path
         export([str(half)], tmp_path / "q", build=False, include_simulated=True, cache=str(tmp_path / "c"),
                log=logged.append)
     assert any("64x64x4096" in line and "not finished" in line for line in logged), logged
+    logged.clear()  # the shape finished in another campaign is exported from there: not "left out"
+    with pytest.raises(ExportError):
+        export([str(half), str(campaigns[1])], tmp_path / "q", build=False, include_simulated=True,
+               cache=str(tmp_path / "c"), log=logged.append)
+    assert not any("not finished" in line for line in logged), logged
 
 
 def test_a_corrupt_hall_of_fame_file_is_named(campaigns, tmp_path):
