@@ -191,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
 # Modules that add their own sub-commands through `register(subparsers)`.
 COMMAND_MODULES: tuple[str, ...] = ("experiments.bench", "experiments.campaign_cli", "experiments.prebuild",
                                      "experiments.dataset", "experiments.report_html", "experiments.export",
-                                     "experiments.ablation_arms")
+                                     "experiments.ablation_arms_cli")
 
 
 def expected_errors() -> tuple[type[BaseException], ...]:

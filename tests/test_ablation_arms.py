@@ -129,7 +129,7 @@ def test_a_small_ablation_credits_every_arm_and_the_bandit_starves_the_broken_on
 
 
 def test_the_cli_command_is_registered_and_refuses_bad_numbers(tmp_path):
-    from experiments.ablation_arms import _run_args
+    from experiments.ablation_arms_cli import _run_args
     from experiments.cli import build_parser
     args = build_parser().parse_args(["ablate-arms", "--out", str(tmp_path), "--seeds", "0"])
     assert args.func is _run_args
@@ -138,7 +138,8 @@ def test_the_cli_command_is_registered_and_refuses_bad_numbers(tmp_path):
 
 
 def test_the_rl_variant_takes_the_policy_its_params_and_the_reward_and_uniform_stays_the_baseline():
-    from experiments.ablation_arms import RlSelection, campaign_dict, parse_params
+    from experiments.ablation_arms import RlSelection, campaign_dict
+    from experiments.ablation_arms_cli import parse_params
     default = campaign_dict(0, "rl", 96, ["1024x1024x1024"])["selection"]
     assert (default["policy"], default["params"], default["reward"], default["failure_reward"],
             default["warm_start_weight"]) == ("thompson", {"sigma": 0.3}, "success", -1.0, 0.5)   # quickstart's
